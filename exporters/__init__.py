@@ -1,0 +1,1 @@
+"""Exporters: where finished reports go (stdout JSON, Prometheus, CloudWatch)."""

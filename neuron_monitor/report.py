@@ -1,0 +1,318 @@
+"""The report: typed models whose JSON is exactly the original tool's document.
+
+Exporters only ever see these models.  Field names and nesting follow the original
+neuron-monitor output; optional metric groups are left out of the JSON when they were
+not configured (a `None` group is dropped), while `None` *values* that the format
+defines (`latency_stats.total_latency: null`) are kept.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
+
+PERCENTILES: tuple[str, ...] = ("p0", "p1", "p25", "p50", "p75", "p99", "p100")
+ERROR_TYPES: tuple[str, ...] = ("generic", "numerical", "transient", "model", "runtime", "hardware")
+EXECUTION_STATUSES: tuple[str, ...] = (
+    "completed",
+    "completed_with_err",
+    "completed_with_num_err",
+    "timed_out",
+    "incorrect_input",
+    "failed_to_queue",
+)
+RUNTIME_GROUPS: tuple[str, ...] = (
+    "neuroncore_counters",
+    "memory_used",
+    "neuron_runtime_vcpu_usage",
+    "execution_stats",
+)
+SYSTEM_GROUPS: tuple[str, ...] = ("neuron_hw_counters", "vcpu_usage", "memory_info")
+
+
+class _Model(BaseModel):
+    # Parsing is lenient about extra keys so that the pipeline front ends accept reports
+    # from newer or older versions of the original tool; what we emit is always exact.
+    model_config = ConfigDict(extra="ignore", validate_assignment=False)
+
+
+class _DropNoneGroups(_Model):
+    """A container of optional metric groups: absent groups are left out of the JSON."""
+
+    @model_serializer(mode="wrap")
+    def _drop_absent(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        return {k: v for k, v in data.items() if v is not None}
+
+
+class MetricGroup(_Model):
+    """Every metric group carries the measured period and an error string."""
+
+    period: float = 0.0
+    error: str = ""
+
+
+# --- runtime groups -----------------------------------------------------------------
+
+
+class V3dCore(_Model):
+    neuroncore_utilization: float = 0.0
+
+
+class NeuronCoreUsage(_Model):
+    neuroncore_utilization: float = 0.0
+    flops: int = 0
+    v3d: dict[str, V3dCore] | None = None
+
+    @model_serializer(mode="wrap")
+    def _drop_v3d(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        if data.get("v3d") is None:
+            data.pop("v3d", None)
+        return data
+
+
+class NeuronCoreCounters(MetricGroup):
+    neuroncores_in_use: dict[str, NeuronCoreUsage] = Field(default_factory=dict)
+
+
+class ErrorSummary(_Model):
+    generic: int = 0
+    numerical: int = 0
+    transient: int = 0
+    model: int = 0
+    runtime: int = 0
+    hardware: int = 0
+
+
+class ExecutionSummary(_Model):
+    completed: int = 0
+    completed_with_err: int = 0
+    completed_with_num_err: int = 0
+    timed_out: int = 0
+    incorrect_input: int = 0
+    failed_to_queue: int = 0
+
+
+class LatencyPercentiles(_Model):
+    p0: float
+    p1: float
+    p25: float
+    p50: float
+    p75: float
+    p99: float
+    p100: float
+
+
+class LatencyStats(_Model):
+    total_latency: LatencyPercentiles | None = None
+    device_latency: LatencyPercentiles | None = None
+
+
+class ExecutionStats(MetricGroup):
+    error_summary: ErrorSummary = Field(default_factory=ErrorSummary)
+    execution_summary: ExecutionSummary = Field(default_factory=ExecutionSummary)
+    latency_stats: LatencyStats = Field(default_factory=LatencyStats)
+
+
+class HostMemoryBreakdown(_Model):
+    application_memory: int = 0
+    constants: int = 0
+    dma_buffers: int = 0
+    tensors: int = 0
+
+    def total(self) -> int:
+        return self.application_memory + self.constants + self.dma_buffers + self.tensors
+
+
+class CoreMemoryBreakdown(_Model):
+    constants: int = 0
+    model_code: int = 0
+    model_shared_scratchpad: int = 0
+    runtime_memory: int = 0
+    tensors: int = 0
+
+    def total(self) -> int:
+        return (
+            self.constants
+            + self.model_code
+            + self.model_shared_scratchpad
+            + self.runtime_memory
+            + self.tensors
+        )
+
+
+class RuntimeUsageBreakdown(_Model):
+    host: HostMemoryBreakdown = Field(default_factory=HostMemoryBreakdown)
+    neuroncore_memory_usage: dict[str, CoreMemoryBreakdown] = Field(default_factory=dict)
+
+
+class RuntimeUsedBytes(_Model):
+    host: int = 0
+    neuron_device: int = 0
+    usage_breakdown: RuntimeUsageBreakdown = Field(default_factory=RuntimeUsageBreakdown)
+
+
+class SubgraphDeviceBreakdown(_Model):
+    constants: int = 0
+    model_code: int = 0
+    runtime_memory: int = 0
+    tensors: int = 0
+
+    def total(self) -> int:
+        return self.constants + self.model_code + self.runtime_memory + self.tensors
+
+
+class SubgraphUsageBreakdown(_Model):
+    host: HostMemoryBreakdown = Field(default_factory=HostMemoryBreakdown)
+    neuron_device: SubgraphDeviceBreakdown = Field(default_factory=SubgraphDeviceBreakdown)
+
+
+class SubgraphMemory(_Model):
+    host: int = 0
+    neuron_device: int = 0
+    usage_breakdown: SubgraphUsageBreakdown = Field(default_factory=SubgraphUsageBreakdown)
+
+
+class Subgraph(_Model):
+    memory_used_bytes: SubgraphMemory = Field(default_factory=SubgraphMemory)
+    neuroncore_index: int = 0
+    neuron_device_index: int = 0
+
+
+class LoadedModel(_Model):
+    name: str
+    uuid: str
+    model_id: int
+    is_running: bool
+    subgraphs: dict[str, Subgraph] = Field(default_factory=dict)
+
+
+class MemoryUsed(MetricGroup):
+    neuron_runtime_used_bytes: RuntimeUsedBytes = Field(default_factory=RuntimeUsedBytes)
+    loaded_models: list[LoadedModel] = Field(default_factory=list)
+
+
+class VcpuUserSystem(_Model):
+    user: float = 0.0
+    system: float = 0.0
+
+
+class RuntimeVcpuUsage(MetricGroup):
+    vcpu_usage: VcpuUserSystem = Field(default_factory=VcpuUserSystem)
+
+
+class RuntimeGroups(_DropNoneGroups):
+    neuroncore_counters: NeuronCoreCounters | None = None
+    execution_stats: ExecutionStats | None = None
+    memory_used: MemoryUsed | None = None
+    neuron_runtime_vcpu_usage: RuntimeVcpuUsage | None = None
+
+
+class RuntimeEntry(_Model):
+    pid: int
+    address: str = ""
+    neuron_runtime_tag: str
+    error: str = ""
+    report: RuntimeGroups = Field(default_factory=RuntimeGroups)
+
+
+# --- system groups ------------------------------------------------------------------
+
+
+class DeviceEcc(_Model):
+    neuron_device_index: int
+    mem_ecc_corrected: int = 0
+    mem_ecc_uncorrected: int = 0
+    sram_ecc_corrected: int = 0
+    sram_ecc_uncorrected: int = 0
+
+
+class NeuronHwCounters(MetricGroup):
+    neuron_devices: list[DeviceEcc] = Field(default_factory=list)
+
+
+class CpuTimesPercent(_Model):
+    user: float = 0.0
+    nice: float = 0.0
+    system: float = 0.0
+    idle: float = 0.0
+    io_wait: float = 0.0
+    irq: float = 0.0
+    soft_irq: float = 0.0
+
+
+class VcpuUsage(MetricGroup):
+    average_usage: CpuTimesPercent = Field(default_factory=CpuTimesPercent)
+    usage_data: dict[str, CpuTimesPercent] = Field(default_factory=dict)
+    context_switch_count: int = 0
+
+
+class MemoryInfo(MetricGroup):
+    memory_total_bytes: int = 0
+    memory_used_bytes: int = 0
+    swap_total_bytes: int = 0
+    swap_used_bytes: int = 0
+
+
+class SystemData(_DropNoneGroups):
+    neuron_hw_counters: NeuronHwCounters | None = None
+    vcpu_usage: VcpuUsage | None = None
+    memory_info: MemoryInfo | None = None
+
+
+# --- always-present objects ---------------------------------------------------------
+
+
+class InstanceInfo(_Model):
+    instance_name: str = ""
+    instance_id: str = ""
+    instance_type: str = ""
+    instance_availability_zone: str = ""
+    instance_availability_zone_id: str = ""
+    instance_region: str = ""
+    ami_id: str = ""
+    subnet_id: str = ""
+    error: str = ""
+
+
+class NeuronHardwareInfo(_Model):
+    neuron_device_type: str = ""
+    neuroncore_version: str = ""
+    neuron_device_count: int = 0
+    neuron_device_memory_size: int = 0
+    neuroncore_per_device_count: int = 0
+    logical_neuroncore_config: int | None = None
+    error: str = ""
+
+    @model_serializer(mode="wrap")
+    def _drop_lnc(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # Only trn2 has logical NeuronCores; other instance types omit the field.
+        data: dict[str, Any] = handler(self)
+        if data.get("logical_neuroncore_config") is None:
+            data.pop("logical_neuroncore_config", None)
+        return data
+
+
+class K8sAttribution(_Model):
+    pod_name: str = ""
+    namespace: str = ""
+    container_name: list[str] = Field(default_factory=list)
+
+
+class NeuronK8sInfo(MetricGroup):
+    neuroncores_k8s_info: dict[str, K8sAttribution] = Field(default_factory=dict)
+    neurondevices_k8s_info: dict[str, K8sAttribution] = Field(default_factory=dict)
+
+
+class Report(_DropNoneGroups):
+    neuron_runtime_data: list[RuntimeEntry] = Field(default_factory=list)
+    system_data: SystemData = Field(default_factory=SystemData)
+    instance_info: InstanceInfo = Field(default_factory=InstanceInfo)
+    neuron_hardware_info: NeuronHardwareInfo = Field(default_factory=NeuronHardwareInfo)
+    neuron_k8s_info: NeuronK8sInfo | None = None
+
+    def to_json_line(self) -> bytes:
+        """One complete JSON document on one line, newline-terminated (consumers readline())."""
+        return self.model_dump_json().encode() + b"\n"
