@@ -39,8 +39,8 @@ class Exporter(abc.ABC):
     def publish(self, report: Report) -> None:
         """Take a finished report.  Must not block."""
 
-    async def stop(self, timeout: float) -> None:  # noqa: B027 - optional hook
-        """Flush what can be flushed within `timeout` seconds, then release resources."""
+    async def stop(self, grace_s: float) -> None:  # noqa: B027 - optional hook
+        """Flush what can be flushed within `grace_s` seconds, then release resources."""
 
 
 class QueuedExporter(Exporter):
@@ -85,11 +85,11 @@ class QueuedExporter(Exporter):
             finally:
                 self._queue.task_done()
 
-    async def stop(self, timeout: float) -> None:
+    async def stop(self, grace_s: float) -> None:
         if self._worker is None:
             return
         with contextlib.suppress(asyncio.TimeoutError):
-            await asyncio.wait_for(self._queue.join(), timeout)
+            await asyncio.wait_for(self._queue.join(), grace_s)
         self._worker.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await self._worker
