@@ -1,0 +1,3 @@
+from neuron_monitor.cli import main
+
+main()
