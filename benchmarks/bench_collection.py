@@ -19,6 +19,7 @@ from collections.abc import Callable
 from typing import Any
 
 from neuron_monitor.backends.emulated import EmulatedBackend
+
 from neuron_monitor.config import default_config
 from neuron_monitor.report import InstanceInfo, Report
 from neuron_monitor.scheduler import Scheduler
@@ -42,7 +43,7 @@ async def inline(func: Callable[..., Any], *args: Any) -> Any:
 
 def pct(values: list[float], p: float) -> float:
     ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(p / 100 * (len(ordered) - 1))))]
+    return ordered[min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1)))]
 
 
 async def measure(instance: str, cycles: int, period: float) -> dict[str, Any]:

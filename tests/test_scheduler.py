@@ -83,8 +83,10 @@ async def test_groups_run_on_their_own_periods() -> None:
     await task
     times = [round(t - 1000.0, 3) for t, _ in reports]
     assert times == [0.25, 0.5, 1.0, 1.5, 2.0, 2.5, 3.0, 3.5, 4.0]
-    nc_periods = [r.neuron_runtime_data[0].report.neuroncore_counters.period
-                  for t, r in reports if r.neuron_runtime_data and r.neuron_runtime_data[0].report.neuroncore_counters]
+    nc_periods = [
+        nc.period for _, r in reports
+        if r.neuron_runtime_data and (nc := r.neuron_runtime_data[0].report.neuroncore_counters) is not None
+    ]
     assert nc_periods[:3] == [0.25, 0.25, 0.25]  # unchanged until the group runs again
     assert nc_periods[-1] == 2.0
     # the backend was asked only for what the due groups need
