@@ -89,8 +89,8 @@ async def test_groups_run_on_their_own_periods() -> None:
     ]
     assert nc_periods[:3] == [0.25, 0.25, 0.25]  # unchanged until the group runs again
     assert nc_periods[-1] == 2.0
-    # the backend was asked only for what the due groups need
-    assert frozenset({Need.CORES, Need.APPLICATIONS}) <= backend.asked[5]  # t=2.0 (asked[0] is the baseline): both groups due
+    # the backend was asked only for what the due groups need (asked[0] is the baseline)
+    assert frozenset({Need.CORES, Need.APPLICATIONS}) <= backend.asked[5]  # t=2.0: both due
     assert Need.CORES not in backend.asked[4]  # t=1.5: only memory_info
 
 
