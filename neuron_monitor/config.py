@@ -16,6 +16,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from neuron_monitor.durations import DurationError, parse_duration
+from neuron_monitor.jsonpath import json_path
 from neuron_monitor.report import RUNTIME_GROUPS, SYSTEM_GROUPS
 
 DEFAULT_PERIOD_S = 5.0
@@ -197,19 +198,11 @@ def resolve(spec: ConfigFile, source: str = "<config>") -> MonitorConfig:
     return MonitorConfig(tuple(runtimes), system, source)
 
 
-def _json_path(loc: tuple[int | str, ...]) -> str:
-    path = ""
-    for part in loc:
-        if isinstance(part, int):
-            path += f"[{part}]"
-        else:
-            path += f".{part}" if path else str(part)
-    return path or "(root)"
 
 
 def _describe(exc: ValidationError) -> str:
     err = exc.errors(include_url=False)[0]
-    path = _json_path(tuple(err["loc"]))
+    path = json_path(tuple(err["loc"]))
     kind = err["type"]
     if kind == "extra_forbidden":
         return f"{path}: unknown key"
@@ -220,7 +213,7 @@ def _describe(exc: ValidationError) -> str:
         message = message.removeprefix(prefix)
     if kind.endswith("_type"):
         message = f"{message} (got {json.dumps(err.get('input'))[:60]})"
-    return f"{path}: {message}"
+    return f"{path}: {message}".replace("\n", "\\n")  # always one line
 
 
 def parse_config(data: Any, source: str = "<config>") -> MonitorConfig:

@@ -47,6 +47,9 @@ T = TypeVar("T")
 # The first report comes this soon after start-up (or after one period, if shorter): long
 # enough to measure rates over, short enough that users see output at once.
 FIRST_REPORT_DELAY_S = 0.25
+# Event-loop timers may fire a little early (uvloop rounds to milliseconds): a job due
+# within this much of now counts as due, rather than costing an extra wake-up.
+DUE_TOLERANCE_S = 0.002
 
 GROUP_MODELS: dict[str, type[MetricGroup]] = {
     "neuroncore_counters": NeuronCoreCounters,
@@ -186,6 +189,8 @@ class Scheduler:
             await self._clock.sleep_until(deadline, stop)
             if stop.is_set():
                 break
+            if self._clock.now() + DUE_TOLERANCE_S < deadline:
+                continue  # woke early: nothing is due yet
             await self.cycle()
             if once and all(job.last_at is not None and job.last_at > self._t0 for job in self._jobs):
                 break
@@ -238,7 +243,7 @@ class Scheduler:
         """Collect every due job once, publish and return the report."""
         started = time.perf_counter()
         now = self._clock.now()
-        due = [job for job in self._jobs if job.next_due <= now + 1e-6]
+        due = [job for job in self._jobs if job.next_due <= now + DUE_TOLERANCE_S]
         if due:
             try:
                 snapshot = await self._offload(self._backend.snapshot, self._needs(due), now)
@@ -252,7 +257,7 @@ class Scheduler:
             await self._run_jobs(due, snapshot, record=True, baseline_only=new_jobs)
             for job in due:
                 job.last_at = snapshot.taken_at
-                k = math.floor((now - self._t0) / job.period + 1e-9) + 1
+                k = math.floor((now + DUE_TOLERANCE_S - self._t0) / job.period) + 1
                 job.next_due = self._t0 + k * job.period
         report = self.build_report()
         self._stats.last_cycle_duration_s = time.perf_counter() - started
