@@ -32,7 +32,7 @@ from neuron_monitor.execution_mapping import STATUS_COUNTERS
 
 STEP_S = 0.1
 LATENCY_WINDOW = 4096
-SAMPLES_PER_STEP = 32  # latency samples drawn per model per step, whatever the execution count
+SAMPLES_PER_STEP = 8  # latency samples drawn per model per step, whatever the execution count (cost bound)
 RUNTIME_MEMORY_PER_CORE = 64 * 1024**2
 SCRATCHPAD_PER_CORE = 128 * 1024**2
 DRIVER_MEMORY_PER_CORE = 4 * 1024**2
