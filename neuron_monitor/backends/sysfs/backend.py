@@ -1,0 +1,185 @@
+"""The sysfs backend: the Neuron driver's files (SPEC §5) and procfs.
+
+What sysfs cannot tell, and what we report instead (also in the README):
+- execution latencies are known only to the runtime: `latency_stats` percentiles are null;
+- the driver has no corrected-ECC counters: `mem_ecc_corrected`/`sram_ecc_corrected` are 0;
+- loaded models are known only to the runtime: `loaded_models` is empty;
+- host memory is counted per device: each application holding a device gets an equal share.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Mapping
+
+from neuron_monitor.backends.base import (
+    AppReading,
+    BackendUnavailable,
+    CoreReading,
+    DeviceReading,
+    HardwareReading,
+    Need,
+    Snapshot,
+)
+from neuron_monitor.backends.sysfs.files import FileCache, ReadError
+from neuron_monitor.backends.sysfs.procfs import ProcessInfo, ProcessScanner
+from neuron_monitor.backends.sysfs.tree import CoreLayout, DeviceLayout, device_root, discover, list_devices
+
+log = logging.getLogger(__name__)
+
+_ECC_FILES = ("mem_ecc_uncorrected", "sram_ecc_uncorrected", "mem_ecc_repairable_uncorrected")
+_APP_HOST_CATEGORIES = ("application_memory", "constants", "dma_buffers", "tensors")
+
+
+class SysfsBackend:
+    name = "sysfs"
+
+    def __init__(self, sysfs_root: str = "/sys", procfs_root: str = "/proc", devfs_root: str = "/dev") -> None:
+        root = device_root(sysfs_root)
+        if root is None:
+            raise BackendUnavailable(
+                f"no Neuron driver found under {sysfs_root} (expected {sysfs_root}/devices/virtual/neuron_device); "
+                "on a machine without Neuron devices use --emulate INSTANCE_TYPE"
+            )
+        self._sysfs_root = sysfs_root
+        self._root = root
+        self._files = FileCache()
+        self._scanner = ProcessScanner(procfs_root, devfs_root)
+        self._listing: list[tuple[int, str]] = []
+        self._devices: list[DeviceLayout] = []
+        self._hardware = HardwareReading("", "", 0, 0, 0, None)
+        self._rediscover_if_changed()
+
+    def hardware(self) -> HardwareReading:
+        return self._hardware
+
+    def close(self) -> None:
+        self._files.close()
+
+    def _rediscover_if_changed(self) -> None:
+        listing = list_devices(self._root)
+        if listing == self._listing and self._devices:
+            return
+        gone = {path for _, path in self._listing} - {path for _, path in listing}
+        for path in gone:
+            self._files.forget_under(path + os.sep)
+        self._devices, self._hardware = discover(self._sysfs_root)
+        self._listing = listing
+        if self._hardware.error:
+            log.warning("device discovery: %s", self._hardware.error)
+        log.info("sysfs: %d devices, %d cores per device", self._hardware.device_count,
+                 self._hardware.physical_cores_per_device)
+
+    # --- counters -----------------------------------------------------------------------
+
+    def _core(self, layout: CoreLayout, counters: bool, memory: bool) -> CoreReading:
+        read = self._files.read_counter
+        stats = os.path.join(layout.path, "stats")
+        try:
+            busy = flops = 0
+            status: dict[str, int] = {}
+            if counters:
+                other = os.path.join(stats, "other_info")
+                busy = read(os.path.join(other, "nc_time_in_use", "total"))
+                flops = read(os.path.join(other, "flop_count", "total"))
+                status_dir = os.path.join(stats, "status")
+                status = {name: read(os.path.join(status_dir, name, "total")) for name in layout.status_names}
+            device_memory: dict[str, int] = {}
+            host = 0
+            if memory:
+                mem_dir = os.path.join(stats, "memory_usage", "device_mem")
+                device_memory = {c: read(os.path.join(mem_dir, c, "present")) for c in layout.memory_categories}
+                host = read(os.path.join(stats, "memory_usage", "host_mem", "present"))
+        except ReadError as exc:
+            return CoreReading(layout.core, layout.device, 0, 0, {}, error=str(exc))
+        return CoreReading(layout.core, layout.device, busy, flops, status, device_memory, host)
+
+    def _device(self, layout: DeviceLayout) -> DeviceReading:
+        read = self._files.read_counter
+        stats = os.path.join(layout.path, "stats")
+        try:
+            ecc = {name: read(os.path.join(stats, "hardware", name)) for name in _ECC_FILES
+                   if name in layout.hardware_stats}
+            host_dir = os.path.join(stats, "memory_usage", "host_mem")
+            host = {c: read(os.path.join(host_dir, c, "present")) for c in layout.host_categories}
+        except ReadError as exc:
+            return DeviceReading(layout.device, error=str(exc))
+        return DeviceReading(
+            layout.device,
+            mem_ecc_uncorrected=ecc.get("mem_ecc_uncorrected", 0),
+            sram_ecc_uncorrected=ecc.get("sram_ecc_uncorrected", 0),
+            mem_ecc_repairable_uncorrected=ecc.get("mem_ecc_repairable_uncorrected", 0),
+            host_memory=host,
+        )
+
+    # --- applications ---------------------------------------------------------------------
+
+    def _apps(self, needs: frozenset[Need], devices: Mapping[int, DeviceReading] | None) -> list[AppReading]:
+        hw = self._hardware
+        per_device = hw.logical_cores_per_device
+        processes = self._scanner.scan()
+        holders: dict[int, int] = {}
+        for proc in processes:
+            for d in proc.devices:
+                holders[d] = holders.get(d, 0) + 1
+        apps = []
+        for proc in processes:
+            cores = proc.visible_cores
+            if cores is None:
+                cores = tuple(c for d in proc.devices for c in range(d * per_device, (d + 1) * per_device))
+            error = proc.error
+            user = system = None
+            if Need.APP_CPU in needs:
+                try:
+                    user, system = self._scanner.cpu_seconds(proc.pid)
+                except (OSError, ValueError, IndexError) as exc:
+                    error = error or f"cannot read CPU times: {exc}"
+            host = self._host_share(proc, devices, holders) if Need.APP_MEMORY in needs else None
+            apps.append(AppReading(proc.pid, proc.tag, cores, error=error, cpu_user_s=user, cpu_system_s=system,
+                                   host_memory=host, models=None, latency=None))
+        return apps
+
+    @staticmethod
+    def _host_share(proc: ProcessInfo, devices: Mapping[int, DeviceReading] | None,
+                    holders: Mapping[int, int]) -> dict[str, int]:
+        share = dict.fromkeys(_APP_HOST_CATEGORIES, 0)
+        for d in proc.devices:
+            reading = devices.get(d) if devices else None
+            if reading is None or reading.error:
+                continue
+            for name in _APP_HOST_CATEGORIES:
+                share[name] += reading.host_memory.get(name, 0) // max(1, holders.get(d, 1))
+        return share
+
+    # --- the protocol ---------------------------------------------------------------------
+
+    def snapshot(self, needs: frozenset[Need], now: float) -> Snapshot:
+        errors: dict[Need, str] = {}
+        try:
+            self._rediscover_if_changed()
+        except OSError as exc:  # the device folder itself vanished between listing and reading
+            errors[Need.CORES] = errors[Need.DEVICES] = f"device discovery failed: {exc}"
+        counters = Need.CORES in needs
+        memory = Need.CORE_MEMORY in needs
+        cores = None
+        if (counters or memory) and Need.CORES not in errors:
+            cores = {c.core: self._core(c, counters, memory) for dev in self._devices for c in dev.cores}
+        device_map = None
+        if Need.DEVICES in needs or Need.APP_MEMORY in needs:
+            device_map = {dev.device: self._device(dev) for dev in self._devices}
+        apps = None
+        if Need.APPLICATIONS in needs:
+            try:
+                apps = self._apps(needs, device_map)
+            except OSError as exc:
+                errors[Need.APPLICATIONS] = str(exc)
+                apps = []
+        return Snapshot(
+            taken_at=now,
+            hardware=self._hardware,
+            cores=cores,
+            devices=list(device_map.values()) if device_map is not None and Need.DEVICES in needs else None,
+            applications=apps,
+            errors=errors,
+        )
