@@ -40,6 +40,7 @@ class Emulator:
         self.cpu_scale = cpu_scale
         self.writer = TreeWriter(root, sim)
         self.children: dict[int, subprocess.Popen[bytes]] = {}  # app index -> process
+        self.exited: set[int] = set()  # applications whose process died: like a crash, it stays dead
         self._watchdog_r, self._watchdog_w = os.pipe()
         os.set_inheritable(self._watchdog_r, True)
 
@@ -67,11 +68,15 @@ class Emulator:
         changed = False
         for app in self.sim.apps:
             proc = self.children.get(app.index)
-            if app.running and (proc is None or proc.poll() is not None):
+            if proc is not None and proc.poll() is not None and app.index not in self.exited:
+                self.exited.add(app.index)
+                changed = True
+            if app.running and proc is None:
                 self._spawn(app)
                 changed = True
             elif not app.running and proc is not None:
                 self._stop(app.index)
+                self.exited.discard(app.index)
                 changed = True
         return changed
 
@@ -88,7 +93,7 @@ class Emulator:
         data = {"instance_type": self.sim.instance.name, "pid": os.getpid(), "applications": [
             {"pid": app.pid, "tag": app.effective_tag, "cores": list(app.cores),
              "cpu_user": app.spec.cpu.user * self.cpu_scale, "cpu_system": app.spec.cpu.system * self.cpu_scale}
-            for app in self.sim.apps if app.running]}
+            for app in self.sim.apps if app.running and app.index not in self.exited]}
         tmp = Path(self.root) / "emulator.json.tmp"
         tmp.write_text(json.dumps(data, indent=1))
         tmp.replace(Path(self.root) / "emulator.json")

@@ -3,7 +3,9 @@
 Each counter file is opened once and re-read with `os.pread` at offset 0, which the
 kernel answers by regenerating the attribute: one syscall per value instead of
 open+read+close.  A descriptor whose file went away (device removed, driver reloaded)
-fails with ENOENT/ENODEV/ESTALE; it is closed and the path re-opened once.
+fails with ENOENT/ENODEV/ESTALE; it is closed and the path re-opened once.  (On a tree of
+regular files, such as the emulator's, a deleted file stays readable through an open
+descriptor; the backend closes a device's descriptors when its folder disappears.)
 """
 
 from __future__ import annotations

@@ -73,9 +73,9 @@ def _subdirs(path: str) -> tuple[str, ...]:
         return ()
 
 
-def _files(path: str) -> tuple[str, ...]:
+def _entries(path: str) -> tuple[str, ...]:
     try:
-        return tuple(sorted(e.name for e in os.scandir(path) if e.is_file()))
+        return tuple(sorted(os.listdir(path)))
     except OSError:
         return ()
 
@@ -110,7 +110,7 @@ def discover(sysfs_root: str) -> tuple[list[DeviceLayout], HardwareReading]:
             device=index,
             path=path,
             cores=(),  # filled below, once the cores-per-device count is known
-            hardware_stats=_files(os.path.join(path, "stats", "hardware")),
+            hardware_stats=_entries(os.path.join(path, "stats", "hardware")),
             host_categories=tuple(c for c in _subdirs(os.path.join(path, "stats", "memory_usage", "host_mem"))
                                   if c in HOST_MEMORY_CATEGORIES),
         ))
