@@ -100,8 +100,8 @@ class Emulator:
 
     def run(self, tick: float, duration: float | None, stop: list[bool]) -> None:
         self.sim.advance_to(time.monotonic())
+        self.writer.create()  # device nodes first: the applications open them at start
         self.sync_children()
-        self.writer.create()
         self.write_manifest()
         started = time.monotonic()
         next_tick = started
