@@ -19,7 +19,6 @@ from collections.abc import Callable
 from typing import Any
 
 from neuron_monitor.backends.emulated import EmulatedBackend
-
 from neuron_monitor.config import default_config
 from neuron_monitor.report import InstanceInfo, Report
 from neuron_monitor.scheduler import Scheduler

@@ -7,6 +7,7 @@ import json
 import os
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -73,7 +74,7 @@ def test_monitor_sees_the_emulated_applications(tmp_path: Path, instance: str) -
 
 
 def test_corrupted_and_vanishing_files_give_errors_not_crashes(tmp_path: Path) -> None:
-    with running_emulator(tmp_path, "trn1.2xlarge", cpu_scale=0.05) as (emulator, manifest):
+    with running_emulator(tmp_path, "trn1.2xlarge", cpu_scale=0.05) as (emulator, _manifest):
         monitor = subprocess.Popen(monitor_command(*monitor_args(tmp_path), "-c", ALL_1S), stdout=subprocess.PIPE,
                                    stderr=subprocess.PIPE, env=subprocess_env())
         try:
@@ -123,8 +124,8 @@ def test_emulator_rejects_bad_arguments(tmp_path: Path) -> None:
     bad = tmp_path / "s.json"
     bad.write_text('{"applications": [{"cores": "0-99"}]}')
     result = subprocess.run(
-        monitor_command()[:1] + ["-m", "neuron_monitor.emulator.main", "--instance-type", "trn1.2xlarge",
-                                 "--root", str(tmp_path), "--scenario", str(bad)],
+        [sys.executable, "-m", "neuron_monitor.emulator.main", "--instance-type", "trn1.2xlarge",
+         "--root", str(tmp_path), "--scenario", str(bad)],
         capture_output=True, env=subprocess_env(), timeout=30, check=False)
     assert result.returncode == 2
     assert b"applications[0].cores: core 99 does not exist" in result.stderr
