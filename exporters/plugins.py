@@ -20,6 +20,7 @@ from typing import Protocol, cast
 from exporters.base import Exporter, ExporterContext
 
 PLUGIN_MODULES: tuple[str, ...] = (
+    "exporters.prometheus.plugin",
 )
 
 

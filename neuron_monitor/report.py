@@ -227,6 +227,9 @@ class DeviceEcc(_Model):
     mem_ecc_uncorrected: int = 0
     sram_ecc_corrected: int = 0
     sram_ecc_uncorrected: int = 0
+    # Our addition (the driver counts it; the original report has no field for it): uncorrected
+    # HBM errors that the device repaired by row remapping.
+    mem_ecc_repairable_uncorrected: int = 0
 
 
 class NeuronHwCounters(MetricGroup):

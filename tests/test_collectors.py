@@ -137,7 +137,7 @@ def test_hw_counters_per_period_and_device_errors() -> None:
                                               DeviceReading(1, error="neuron1: stats/hardware unreadable")]), 1.0)
     assert group.model_dump()["neuron_devices"] == [{"neuron_device_index": 0, "mem_ecc_corrected": 0,
                                                      "mem_ecc_uncorrected": 2, "sram_ecc_corrected": 0,
-                                                     "sram_ecc_uncorrected": 1}]
+                                                     "sram_ecc_uncorrected": 1, "mem_ecc_repairable_uncorrected": 0}]
     assert "neuron1" in group.error
 
 

@@ -7,7 +7,8 @@ from neuron_monitor.collectors.base import SystemCollector, missing_part
 from neuron_monitor.counters import counter_delta
 from neuron_monitor.report import DeviceEcc, MetricGroup, NeuronHwCounters
 
-_FIELDS = ("mem_ecc_corrected", "mem_ecc_uncorrected", "sram_ecc_corrected", "sram_ecc_uncorrected")
+_FIELDS = ("mem_ecc_corrected", "mem_ecc_uncorrected", "sram_ecc_corrected", "sram_ecc_uncorrected",
+           "mem_ecc_repairable_uncorrected")
 
 
 class HwCountersCollector(SystemCollector):

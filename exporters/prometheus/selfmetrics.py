@@ -1,0 +1,46 @@
+"""The daemon's own health as metric families, rendered at scrape time (they change
+between reports: the age of the latest report grows while nothing happens)."""
+
+from __future__ import annotations
+
+import time
+
+from exporters.prometheus.families import Family
+from neuron_monitor import __version__
+from neuron_monitor.selfstats import DaemonStats
+
+
+def self_families(stats: DaemonStats, inst_str: str, now: float | None = None) -> list[Family]:
+    now = time.monotonic() if now is None else now
+    pre = inst_str + "," if inst_str else ""
+    fams = [Family("neuron_monitor_build", "info", "neuron-monitor version")]
+    fams[0].set(f'{pre}version="{__version__}"', 1)
+    age = stats.report_age_s(now)
+    if age is not None:
+        fam = Family("neuron_monitor_report_age_seconds", "gauge", "Seconds since the latest report was produced")
+        fam.set(inst_str, round(age, 6))
+        fams.append(fam)
+    reports = Family("neuron_monitor_reports", "counter", "Reports produced")
+    reports.set(inst_str, stats.reports_total)
+    fams.append(reports)
+    duration = Family("neuron_monitor_collection_duration_seconds", "gauge",
+                      "Duration of the latest collection of each metric group")
+    collections = Family("neuron_monitor_collections", "counter", "Collections of each metric group")
+    failures = Family("neuron_monitor_collection_errors", "counter",
+                      "Collections of each metric group that reported an error")
+    for group, g in sorted(stats.groups.items()):
+        lab = f'{pre}group="{group}"'
+        duration.set(lab, round(g.last_duration_s, 9))
+        collections.set(lab, g.collections_total)
+        failures.set(lab, g.errors_total)
+    cycle = Family("neuron_monitor_cycle_duration_seconds", "gauge", "Duration of the latest collection cycle")
+    cycle.set(inst_str, round(stats.last_cycle_duration_s, 9))
+    dropped = Family("neuron_monitor_exporter_dropped_reports", "counter",
+                     "Reports an exporter dropped because it could not keep up")
+    exporter_failures = Family("neuron_monitor_exporter_failures", "counter", "Failed deliveries of an exporter")
+    for name, e in sorted(stats.exporters.items()):
+        lab = f'{pre}exporter="{name}"'
+        dropped.set(lab, e.dropped_total)
+        exporter_failures.set(lab, e.failures_total)
+    fams.extend([duration, collections, failures, cycle, dropped, exporter_failures])
+    return fams
