@@ -1,0 +1,149 @@
+"""/metrics latency on loopback: neuron-monitor's endpoint on an emulated trn2.48xlarge (16
+applications, every group every second), compared in the same run with the original-style
+prometheus_client exporter on the same report and with Debian's prometheus-node-exporter.
+
+    .venv/bin/python -m benchmarks.bench_scrape [--requests 400] [--json FILE]
+
+Every server runs in its own process; the client sends a bounded number of requests with
+1 and with 10 concurrent scrapers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+
+REPO = Path(__file__).resolve().parent.parent
+ENV = {**os.environ, "AWS_EC2_METADATA_DISABLED": "true", "PYTHONPATH": str(REPO)}
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def wait(url: str, timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(url, timeout=2) as resp:  # noqa: S310 - loopback
+                if resp.status == 200:
+                    return
+        except OSError:
+            time.sleep(0.1)
+    raise RuntimeError(f"{url} did not come up")
+
+
+def pct(values: list[float], p: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1)))]
+
+
+async def scrape(url: str, concurrency: int, requests: int) -> dict[str, float]:
+    latencies: list[float] = []
+    size = 0
+    headers = {"Accept-Encoding": "identity"}
+    async with aiohttp.ClientSession() as session:
+        async def worker(n: int) -> None:
+            nonlocal size
+            for _ in range(n):
+                start = time.perf_counter()
+                async with session.get(url, headers=headers) as resp:
+                    body = await resp.read()
+                latencies.append(time.perf_counter() - start)
+                size = len(body)
+
+        per = max(1, requests // concurrency)
+        await asyncio.gather(*(worker(per) for _ in range(concurrency)))
+    series = 0
+    return {"median_ms": statistics.median(latencies) * 1e3, "p99_ms": pct(latencies, 99) * 1e3,
+            "bytes": size, "requests": len(latencies), "series": series}
+
+
+def count_series(url: str) -> int:
+    with urllib.request.urlopen(url, timeout=10) as resp:  # noqa: S310 - loopback
+        return sum(1 for line in resp.read().splitlines() if line and not line.startswith(b"#"))
+
+
+def measure(name: str, url: str, requests: int) -> dict[str, Any]:
+    one = asyncio.run(scrape(url, 1, requests))
+    ten = asyncio.run(scrape(url, 10, requests))
+    return {"server": name, "series": count_series(url), "bytes": one["bytes"],
+            "c1_median_ms": one["median_ms"], "c1_p99_ms": one["p99_ms"],
+            "c10_median_ms": ten["median_ms"], "c10_p99_ms": ten["p99_ms"]}
+
+
+def run(requests: int) -> list[dict[str, Any]]:
+    results = []
+    procs: list[subprocess.Popen[bytes]] = []
+    tmp = Path(tempfile.mkdtemp())
+    try:
+        port = free_port()
+        procs.append(subprocess.Popen(
+            [sys.executable, "-m", "neuron_monitor", "--emulate", "trn2.48xlarge", "-c",
+             str(REPO / "configs/all-groups-1s.json"), "--prometheus-port", str(port), "--prometheus-address",
+             "127.0.0.1"], stdout=open(tmp / "reports.jsonl", "wb"), env=ENV))  # noqa: SIM115
+        wait(f"http://127.0.0.1:{port}/ready")
+        time.sleep(2.5)
+        results.append(measure("neuron-monitor", f"http://127.0.0.1:{port}/metrics", requests))
+        report = (tmp / "reports.jsonl").read_bytes().splitlines()[-1]
+        (tmp / "report.json").write_bytes(report)
+        base_port = free_port()
+        procs.append(subprocess.Popen([sys.executable, "-m", "benchmarks.original_style_exporter", str(base_port),
+                                       str(tmp / "report.json")], env=ENV))
+        wait(f"http://127.0.0.1:{base_port}/metrics")
+        time.sleep(1.5)
+        results.append(measure("original-style (prometheus_client)", f"http://127.0.0.1:{base_port}/metrics",
+                               requests))
+        node = shutil.which("prometheus-node-exporter") or "/usr/bin/prometheus-node-exporter"
+        if os.path.exists(node):
+            node_port = free_port()
+            procs.append(subprocess.Popen([node, f"--web.listen-address=127.0.0.1:{node_port}"],
+                                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+            wait(f"http://127.0.0.1:{node_port}/metrics")
+            results.append(measure("prometheus-node-exporter", f"http://127.0.0.1:{node_port}/metrics", requests))
+    finally:
+        for proc in procs:
+            proc.terminate()
+            proc.wait(10)
+        shutil.rmtree(tmp, ignore_errors=True)
+    return results
+
+
+def table(results: list[dict[str, Any]]) -> str:
+    head = f"{'server':<36} {'series':>7} {'bytes':>8} {'c1 med':>8} {'c1 p99':>8} {'c10 med':>8} {'c10 p99':>8}"
+    lines = [head, "-" * len(head)]
+    for r in results:
+        lines.append(f"{r['server']:<36} {r['series']:>7} {r['bytes']:>8} {r['c1_median_ms']:>7.2f}m "
+                     f"{r['c1_p99_ms']:>7.2f}m {r['c10_median_ms']:>7.2f}m {r['c10_p99_ms']:>7.2f}m")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--requests", type=int, default=400)
+    parser.add_argument("--json", metavar="FILE")
+    args = parser.parse_args()
+    results = run(args.requests)
+    print(table(results))
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=2))
+
+
+if __name__ == "__main__":
+    main()
