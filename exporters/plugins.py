@@ -21,6 +21,7 @@ from exporters.base import Exporter, ExporterContext
 
 PLUGIN_MODULES: tuple[str, ...] = (
     "exporters.prometheus.plugin",
+    "exporters.cloudwatch.plugin",
 )
 
 
