@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
+from pydantic import BaseModel, ConfigDict, Field
 
 PERCENTILES: tuple[str, ...] = ("p0", "p1", "p25", "p50", "p75", "p99", "p100")
 ERROR_TYPES: tuple[str, ...] = ("generic", "numerical", "transient", "model", "runtime", "hardware")
@@ -37,13 +37,13 @@ class _Model(BaseModel):
     model_config = ConfigDict(extra="ignore", validate_assignment=False)
 
 
-class _DropNoneGroups(_Model):
-    """A container of optional metric groups: absent groups are left out of the JSON."""
+def _is_none(value: object) -> bool:
+    return value is None
 
-    @model_serializer(mode="wrap")
-    def _drop_absent(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        data: dict[str, Any] = handler(self)
-        return {k: v for k, v in data.items() if v is not None}
+
+def omitted_when_none() -> Any:
+    """An optional member left out of the JSON when absent (a group that is not configured)."""
+    return Field(default=None, exclude_if=_is_none)
 
 
 class MetricGroup(_Model):
@@ -63,14 +63,7 @@ class V3dCore(_Model):
 class NeuronCoreUsage(_Model):
     neuroncore_utilization: float = 0.0
     flops: int = 0
-    v3d: dict[str, V3dCore] | None = None
-
-    @model_serializer(mode="wrap")
-    def _drop_v3d(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        data: dict[str, Any] = handler(self)
-        if data.get("v3d") is None:
-            data.pop("v3d", None)
-        return data
+    v3d: dict[str, V3dCore] | None = omitted_when_none()
 
 
 class NeuronCoreCounters(MetricGroup):
@@ -203,11 +196,11 @@ class RuntimeVcpuUsage(MetricGroup):
     vcpu_usage: VcpuUserSystem = Field(default_factory=VcpuUserSystem)
 
 
-class RuntimeGroups(_DropNoneGroups):
-    neuroncore_counters: NeuronCoreCounters | None = None
-    execution_stats: ExecutionStats | None = None
-    memory_used: MemoryUsed | None = None
-    neuron_runtime_vcpu_usage: RuntimeVcpuUsage | None = None
+class RuntimeGroups(_Model):
+    neuroncore_counters: NeuronCoreCounters | None = omitted_when_none()
+    execution_stats: ExecutionStats | None = omitted_when_none()
+    memory_used: MemoryUsed | None = omitted_when_none()
+    neuron_runtime_vcpu_usage: RuntimeVcpuUsage | None = omitted_when_none()
 
 
 class RuntimeEntry(_Model):
@@ -259,10 +252,10 @@ class MemoryInfo(MetricGroup):
     swap_used_bytes: int = 0
 
 
-class SystemData(_DropNoneGroups):
-    neuron_hw_counters: NeuronHwCounters | None = None
-    vcpu_usage: VcpuUsage | None = None
-    memory_info: MemoryInfo | None = None
+class SystemData(_Model):
+    neuron_hw_counters: NeuronHwCounters | None = omitted_when_none()
+    vcpu_usage: VcpuUsage | None = omitted_when_none()
+    memory_info: MemoryInfo | None = omitted_when_none()
 
 
 # --- always-present objects ---------------------------------------------------------
@@ -286,16 +279,8 @@ class NeuronHardwareInfo(_Model):
     neuron_device_count: int = 0
     neuron_device_memory_size: int = 0
     neuroncore_per_device_count: int = 0
-    logical_neuroncore_config: int | None = None
+    logical_neuroncore_config: int | None = omitted_when_none()  # trn2 only; other types omit the field
     error: str = ""
-
-    @model_serializer(mode="wrap")
-    def _drop_lnc(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        # Only trn2 has logical NeuronCores; other instance types omit the field.
-        data: dict[str, Any] = handler(self)
-        if data.get("logical_neuroncore_config") is None:
-            data.pop("logical_neuroncore_config", None)
-        return data
 
 
 class K8sAttribution(_Model):
@@ -309,12 +294,12 @@ class NeuronK8sInfo(MetricGroup):
     neurondevices_k8s_info: dict[str, K8sAttribution] = Field(default_factory=dict)
 
 
-class Report(_DropNoneGroups):
+class Report(_Model):
     neuron_runtime_data: list[RuntimeEntry] = Field(default_factory=list)
     system_data: SystemData = Field(default_factory=SystemData)
     instance_info: InstanceInfo = Field(default_factory=InstanceInfo)
     neuron_hardware_info: NeuronHardwareInfo = Field(default_factory=NeuronHardwareInfo)
-    neuron_k8s_info: NeuronK8sInfo | None = None
+    neuron_k8s_info: NeuronK8sInfo | None = omitted_when_none()
 
     def to_json_line(self) -> bytes:
         """One complete JSON document on one line, newline-terminated (consumers readline())."""

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from exporters.prometheus.families import Family, labels
+from exporters.prometheus.families import Family, escape_label, labels
 from neuron_monitor.report import (
     ERROR_TYPES,
     EXECUTION_STATUSES,
@@ -121,7 +121,7 @@ class ReportConverter:
             util = fams.get("neuroncore_utilization_ratio", "gauge", "NeuronCore utilization, 0..1")
             flops = fams.get("neuroncore_flops", "gauge", "Floating-point operations per second of a NeuronCore")
             for core, usage in nc.neuroncores_in_use.items():
-                lab = labels([*rt, ("neuroncore", core), ("neuron_device", str(int(core) // per_device))])
+                lab = f'{rt_str},neuroncore="{escape_label(core)}",neuron_device="{_device_of(core, per_device)}"'
                 util.set(lab, round(usage.neuroncore_utilization / 100.0, 6))
                 flops.set(lab, usage.flops)
         vcpu = groups.neuron_runtime_vcpu_usage
@@ -142,15 +142,15 @@ class ReportConverter:
                 host_fam.add(labels([*rt, ("category", cat)]), value)
             device_fam = fams.get("neuron_device_memory_used_bytes", "gauge",
                                   "Device memory used on each Neuron device by category")
+            kind_fams = [fams.get(f"neuroncore_memory_usage_{kind}", "gauge",
+                                  f"NeuronCore memory used for {kind.replace('_', ' ')}") for kind in CORE_MEMORY_KINDS]
             for core, breakdown in used.usage_breakdown.neuroncore_memory_usage.items():
-                core_lab = labels([*rt, ("memory_location", "None"), ("neuroncore", core),
-                                   ("neuron_device", str(int(core) // per_device))])
-                values = breakdown.model_dump()
-                for kind in CORE_MEMORY_KINDS:
-                    fams.get(f"neuroncore_memory_usage_{kind}", "gauge",
-                             f"NeuronCore memory used for {kind.replace('_', ' ')}").add(core_lab, values[kind])
-                    device_fam.add(labels([*rt, ("neuron_device", str(int(core) // per_device)),
-                                           ("category", kind)]), values[kind])
+                device = _device_of(core, per_device)
+                core_lab = f'{rt_str},memory_location="None",neuroncore="{escape_label(core)}",neuron_device="{device}"'
+                for kind, fam in zip(CORE_MEMORY_KINDS, kind_fams, strict=True):
+                    value = getattr(breakdown, kind)
+                    fam.add(core_lab, value)
+                    device_fam.add(f'{rt_str},neuron_device="{device}",category="{kind}"', value)
             models = fams.get("neuron_runtime_loaded_models", "gauge", "Models loaded by the Neuron application")
             models.add(labels([*rt, ("state", "running")]), sum(1 for m in mem.loaded_models if m.is_running))
             models.add(labels([*rt, ("state", "loaded")]), sum(1 for m in mem.loaded_models if not m.is_running))
@@ -270,3 +270,10 @@ def _groups(entry: RuntimeEntry) -> Iterable[tuple[str, MetricGroup]]:
         if group is not None:
             yield name, group
 
+
+
+def _device_of(core: str, per_device: int) -> str:
+    try:
+        return str(int(core) // per_device)
+    except ValueError:  # a report from elsewhere with a non-numeric core key
+        return ""

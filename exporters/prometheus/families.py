@@ -7,6 +7,7 @@ dictionary lookup, and label strings are escaped once per series.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -21,6 +22,12 @@ def escape_label(value: str) -> str:
 
 def labels(pairs: Iterable[tuple[str, str]]) -> str:
     """Pre-rendered label set: `a="x",b="y"` (without braces)."""
+    return _labels(tuple(pairs))
+
+
+@functools.lru_cache(maxsize=32768)
+def _labels(pairs: tuple[tuple[str, str], ...]) -> str:
+    # The same label sets come back in every report: render each once.
     return ",".join(f'{k}="{escape_label(v)}"' for k, v in pairs)
 
 

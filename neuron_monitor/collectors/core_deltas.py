@@ -24,8 +24,9 @@ class CoreDeltaTracker:
     reading: its delta is empty rather than its whole lifetime total.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, with_status: bool = True) -> None:
         self._previous: dict[int, CoreReading] = {}
+        self._with_status = with_status  # utilization needs only busy time and flops
 
     def advance(self, cores: Mapping[int, CoreReading]) -> dict[int, CoreDelta]:
         deltas: dict[int, CoreDelta] = {}
@@ -37,10 +38,13 @@ class CoreDeltaTracker:
             if prev is None:
                 deltas[index] = CoreDelta(0, 0, {})
             else:
-                status = {
-                    name: counter_delta(prev.status.get(name, value), value)
-                    for name, value in current.status.items()
-                }
+                status: dict[str, int] = {}
+                if self._with_status:
+                    before = prev.status
+                    for name, value in current.status.items():
+                        old = before.get(name, value)
+                        # the common case inline; drops (resets, wraps) through counter_delta
+                        status[name] = value - old if value >= old else counter_delta(old, value)
                 deltas[index] = CoreDelta(
                     counter_delta(prev.busy_us, current.busy_us),
                     counter_delta(prev.flops, current.flops),

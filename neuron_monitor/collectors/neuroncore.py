@@ -21,7 +21,7 @@ class NeuronCoreCountersCollector(RuntimeCollector):
     needs = frozenset({Need.APPLICATIONS, Need.CORES})
 
     def __init__(self) -> None:
-        self._tracker = CoreDeltaTracker()
+        self._tracker = CoreDeltaTracker(with_status=False)
 
     def collect(
         self, snapshot: Snapshot, apps: Sequence[AppReading], period: float

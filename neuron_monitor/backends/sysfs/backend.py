@@ -22,7 +22,7 @@ from neuron_monitor.backends.base import (
     Need,
     Snapshot,
 )
-from neuron_monitor.backends.sysfs.files import FileCache, ReadError
+from neuron_monitor.backends.sysfs.files import CounterVector, FileCache, ReadError, raise_fd_limit
 from neuron_monitor.backends.sysfs.procfs import ProcessInfo, ProcessScanner
 from neuron_monitor.backends.sysfs.tree import CoreLayout, DeviceLayout, device_root, discover, list_devices
 
@@ -44,9 +44,13 @@ class SysfsBackend:
             )
         self._sysfs_root = sysfs_root
         self._root = root
-        self._files = FileCache()
+        limit = raise_fd_limit()
+        # Leave room for sockets, the /proc scan and the exporters.
+        self._files = FileCache(max_open=max(0, limit - 512))
         self._scanner = ProcessScanner(procfs_root, devfs_root)
         self._listing: list[tuple[int, str]] = []
+        self._core_vectors: dict[int, tuple[CounterVector, CounterVector]] = {}
+        self._device_vectors: dict[int, CounterVector] = {}
         self._devices: list[DeviceLayout] = []
         self._hardware = HardwareReading("", "", 0, 0, 0, None)
         self._rediscover_if_changed()
@@ -65,6 +69,8 @@ class SysfsBackend:
         for path in gone:
             self._files.forget_under(path + os.sep)
         self._devices, self._hardware = discover(self._sysfs_root)
+        self._core_vectors.clear()
+        self._device_vectors.clear()
         self._listing = listing
         if self._hardware.error:
             log.warning("device discovery: %s", self._hardware.error)
@@ -73,38 +79,52 @@ class SysfsBackend:
 
     # --- counters -----------------------------------------------------------------------
 
+    def _vectors_for(self, layout: CoreLayout) -> tuple[CounterVector, CounterVector]:
+        vectors = self._core_vectors.get(layout.core)
+        if vectors is None:
+            stats = os.path.join(layout.path, "stats")
+            other = os.path.join(stats, "other_info")
+            counters = [os.path.join(other, "nc_time_in_use", "total"), os.path.join(other, "flop_count", "total")]
+            counters += [os.path.join(stats, "status", name, "total") for name in layout.status_names]
+            mem_dir = os.path.join(stats, "memory_usage", "device_mem")
+            memory = [os.path.join(mem_dir, c, "present") for c in layout.memory_categories]
+            memory.append(os.path.join(stats, "memory_usage", "host_mem", "present"))
+            vectors = self._core_vectors[layout.core] = (CounterVector(counters, self._files),
+                                                         CounterVector(memory, self._files))
+        return vectors
+
     def _core(self, layout: CoreLayout, counters: bool, memory: bool) -> CoreReading:
-        read = self._files.read_counter
-        stats = os.path.join(layout.path, "stats")
+        counter_vec, memory_vec = self._vectors_for(layout)
         try:
-            busy = flops = 0
+            busy = flops = host = 0
             status: dict[str, int] = {}
-            if counters:
-                other = os.path.join(stats, "other_info")
-                busy = read(os.path.join(other, "nc_time_in_use", "total"))
-                flops = read(os.path.join(other, "flop_count", "total"))
-                status_dir = os.path.join(stats, "status")
-                status = {name: read(os.path.join(status_dir, name, "total")) for name in layout.status_names}
             device_memory: dict[str, int] = {}
-            host = 0
+            if counters:
+                values = counter_vec.read()
+                busy, flops = values[0], values[1]
+                status = dict(zip(layout.status_names, values[2:], strict=True))
             if memory:
-                mem_dir = os.path.join(stats, "memory_usage", "device_mem")
-                device_memory = {c: read(os.path.join(mem_dir, c, "present")) for c in layout.memory_categories}
-                host = read(os.path.join(stats, "memory_usage", "host_mem", "present"))
+                values = memory_vec.read()
+                device_memory = dict(zip(layout.memory_categories, values, strict=False))
+                host = values[-1]
         except ReadError as exc:
             return CoreReading(layout.core, layout.device, 0, 0, {}, error=str(exc))
         return CoreReading(layout.core, layout.device, busy, flops, status, device_memory, host)
 
     def _device(self, layout: DeviceLayout) -> DeviceReading:
-        read = self._files.read_counter
-        stats = os.path.join(layout.path, "stats")
+        vector = self._device_vectors.get(layout.device)
+        if vector is None:
+            stats = os.path.join(layout.path, "stats")
+            paths = [os.path.join(stats, "hardware", name) for name in _ECC_FILES if name in layout.hardware_stats]
+            paths += [os.path.join(stats, "memory_usage", "host_mem", c, "present") for c in layout.host_categories]
+            vector = self._device_vectors[layout.device] = CounterVector(paths, self._files)
         try:
-            ecc = {name: read(os.path.join(stats, "hardware", name)) for name in _ECC_FILES
-                   if name in layout.hardware_stats}
-            host_dir = os.path.join(stats, "memory_usage", "host_mem")
-            host = {c: read(os.path.join(host_dir, c, "present")) for c in layout.host_categories}
+            values = vector.read()
         except ReadError as exc:
             return DeviceReading(layout.device, error=str(exc))
+        ecc_names = [name for name in _ECC_FILES if name in layout.hardware_stats]
+        ecc = dict(zip(ecc_names, values, strict=False))
+        host = dict(zip(layout.host_categories, values[len(ecc_names):], strict=True))
         return DeviceReading(
             layout.device,
             mem_ecc_uncorrected=ecc.get("mem_ecc_uncorrected", 0),

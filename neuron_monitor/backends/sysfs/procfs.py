@@ -6,6 +6,9 @@ else every core of the devices it holds) and its CPU time (`/proc/PID/stat`).  R
 another user's fd links and environment needs root or CAP_SYS_PTRACE: a process whose
 fds we cannot list cannot be recognised at all (they are counted and logged), one whose
 environment we cannot read is reported with an `error`.
+
+A process that was already running when it was first looked at, and opened a device only
+later, is noticed within `recheck_s` (10 s).
 """
 
 from __future__ import annotations
@@ -14,6 +17,8 @@ import errno
 import logging
 import os
 import re
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from neuron_monitor.backends.scenario import parse_core_list
@@ -36,8 +41,15 @@ class ProcessInfo:
 
 
 class ProcessScanner:
-    def __init__(self, procfs_root: str, devfs_root: str) -> None:
+    def __init__(self, procfs_root: str, devfs_root: str, recheck_s: float = 10.0,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self.procfs_root = procfs_root
+        # Listing every process's descriptors is most of a scan's cost.  A process found not
+        # to use Neuron is looked at again only after `recheck_s`; new processes and known
+        # Neuron applications are looked at on every scan.
+        self.recheck_s = recheck_s
+        self._clock = clock
+        self._not_neuron: dict[str, float] = {}
         # Links name the device as the process opened it: under our --devfs-path, or
         # /dev as seen inside the process's own mount namespace.
         self._device_dirs = {os.path.normpath(devfs_root), "/dev"}
@@ -73,12 +85,23 @@ class ProcessScanner:
             raise OSError(f"cannot list {self.procfs_root}: {exc.strerror}") from None
         found = []
         own = str(os.getpid())
+        now = self._clock()
+        not_neuron = self._not_neuron
         for pid in pids:
             if pid == own:
                 continue
+            checked = not_neuron.get(pid)
+            if checked is not None and now - checked < self.recheck_s:
+                continue
             devices = self._devices_held(pid)
             if devices:
+                not_neuron.pop(pid, None)
                 found.append(self._describe(int(pid), devices))
+            else:
+                not_neuron[pid] = now
+        if len(not_neuron) > 2 * len(pids) + 64:  # forget processes that are gone
+            alive = set(pids)
+            self._not_neuron = {pid: t for pid, t in not_neuron.items() if pid in alive}
         if self.uninspectable and not self._warned:
             log.warning("%d processes could not be inspected (their fds are not readable: run as root or with "
                         "CAP_SYS_PTRACE to see Neuron applications of other users)", self.uninspectable)
