@@ -61,8 +61,8 @@ def table(r: dict[str, Any]) -> str:
               "daemon, steady state (sysfs, every group at 1 s, Prometheus scraped every 5 s)"]
     for name, d in r["daemon"].items():
         if isinstance(d, dict):
-            lines.append(f"  {name:<32} CPU {d['cpu_percent_one_core']:.2f} % of a core   RSS {d['rss_mb_median']:.1f} MB "
-                         f"(max {d['rss_mb_max']:.1f})")
+            lines.append(f"  {name:<32} CPU {d['cpu_percent_one_core']:.2f} % of a core   "
+                         f"RSS {d['rss_mb_median']:.1f} MB (max {d['rss_mb_max']:.1f})")
     lines.append(f"  pipeline ingest (neuron-monitor-prometheus): {r['daemon']['pipeline_reports_per_second']:.0f} "
                  "trn2.48xlarge reports/s")
     lines += ["", "start-up to the first report"]
