@@ -223,8 +223,10 @@ class Faults(_Strict):
         return _check_error_rates(value)
 
 
-def _model(name: str, eps: float, median_ms: float, sigma: float, share: float, flops: float,
+def _model(name: str, load: tuple[float, float, float, float, float],
            device: tuple[int, int, int, int], host: tuple[int, int, int, int]) -> ModelSpec:
+    """load: executions/s, median latency ms, sigma, device share, flops per execution."""
+    eps, median_ms, sigma, share, flops = load
     return ModelSpec(
         name=name, executions_per_second=eps, latency_ms_median=median_ms, latency_sigma=sigma,
         device_share=share, flops_per_execution=flops,
@@ -241,35 +243,35 @@ def _default_models() -> dict[Family, list[ModelSpec]]:
     """
     return {
         "trn2": [
-            _model("llama-3.1-8b-decode", 36, 11.0, 0.2, 0.88, 3.2e10,
+            _model("llama-3.1-8b-decode", (36, 11.0, 0.2, 0.88, 3.2e10),
                    (4 * GIB, 256 * MIB, 64 * MIB, 6 * GIB), (512 * MIB, 64 * MIB, 32 * MIB, 64 * MIB)),
-            _model("llama-3.1-8b-prefill", 4, 45.0, 0.25, 0.92, 4.1e12,
+            _model("llama-3.1-8b-prefill", (4, 45.0, 0.25, 0.92, 4.1e12),
                    (4 * GIB, 320 * MIB, 64 * MIB, 2 * GIB), (128 * MIB, 64 * MIB, 32 * MIB, 256 * MIB)),
-            _model("bge-large-embedding", 60, 1.0, 0.3, 0.8, 2.2e10,
+            _model("bge-large-embedding", (60, 1.0, 0.3, 0.8, 2.2e10),
                    (160 * MIB, 48 * MIB, 16 * MIB, 96 * MIB), (64 * MIB, 0, 8 * MIB, 16 * MIB)),
         ],
         "trn1": [
-            _model("llama-3.2-3b-decode", 30, 14.0, 0.2, 0.88, 2.4e10,
+            _model("llama-3.2-3b-decode", (30, 14.0, 0.2, 0.88, 2.4e10),
                    (3 * GIB, 192 * MIB, 64 * MIB, 4 * GIB), (384 * MIB, 48 * MIB, 32 * MIB, 64 * MIB)),
-            _model("llama-3.2-3b-prefill", 3, 50.0, 0.25, 0.92, 1.5e12,
+            _model("llama-3.2-3b-prefill", (3, 50.0, 0.25, 0.92, 1.5e12),
                    (3 * GIB, 256 * MIB, 64 * MIB, 1 * GIB), (128 * MIB, 48 * MIB, 32 * MIB, 192 * MIB)),
-            _model("bge-large-embedding", 40, 1.5, 0.3, 0.8, 4.4e10,
+            _model("bge-large-embedding", (40, 1.5, 0.3, 0.8, 4.4e10),
                    (320 * MIB, 48 * MIB, 16 * MIB, 96 * MIB), (64 * MIB, 0, 8 * MIB, 16 * MIB)),
         ],
         "inf2": [
-            _model("bert-large", 80, 4.0, 0.25, 0.75, 2.9e11,
+            _model("bert-large", (80, 4.0, 0.25, 0.75, 2.9e11),
                    (680 * MIB, 64 * MIB, 16 * MIB, 256 * MIB), (192 * MIB, 0, 16 * MIB, 32 * MIB)),
-            _model("resnet-50", 150, 1.5, 0.3, 0.8, 8.2e9,
+            _model("resnet-50", (150, 1.5, 0.3, 0.8, 8.2e9),
                    (100 * MIB, 24 * MIB, 8 * MIB, 64 * MIB), (96 * MIB, 0, 8 * MIB, 16 * MIB)),
-            _model("llama-3.2-1b-decode", 10, 15.0, 0.2, 0.88, 2.5e9,
+            _model("llama-3.2-1b-decode", (10, 15.0, 0.2, 0.88, 2.5e9),
                    (2400 * MIB, 128 * MIB, 32 * MIB, 2 * GIB), (256 * MIB, 32 * MIB, 16 * MIB, 32 * MIB)),
         ],
         "inf1": [
-            _model("bert-base", 60, 5.0, 0.25, 0.75, 2.2e10,
+            _model("bert-base", (60, 5.0, 0.25, 0.75, 2.2e10),
                    (220 * MIB, 32 * MIB, 8 * MIB, 96 * MIB), (128 * MIB, 0, 8 * MIB, 16 * MIB)),
-            _model("resnet-50", 100, 2.5, 0.3, 0.8, 8.2e9,
+            _model("resnet-50", (100, 2.5, 0.3, 0.8, 8.2e9),
                    (100 * MIB, 24 * MIB, 8 * MIB, 64 * MIB), (96 * MIB, 0, 8 * MIB, 16 * MIB)),
-            _model("yolov5s", 30, 4.0, 0.3, 0.8, 1.6e10,
+            _model("yolov5s", (30, 4.0, 0.3, 0.8, 1.6e10),
                    (28 * MIB, 16 * MIB, 8 * MIB, 48 * MIB), (64 * MIB, 0, 8 * MIB, 16 * MIB)),
         ],
     }
@@ -346,7 +348,8 @@ class Scenario(_Strict):
             need = sum(APP_CORE_DEVICE_MEMORY.values())
             need += sum(m.device_memory.total() for m in self.models_for(app, instance))
             if need > capacity:
-                where = f"applications[{index}].models" if app.models is not None else f"default_models.{instance.family}"
+                where = (f"applications[{index}].models" if app.models is not None
+                         else f"default_models.{instance.family}")
                 raise ScenarioError(
                     f"{where}: the models need {need / GIB:.2f} GiB of device memory per logical core, "
                     f"{instance.name} has {capacity / GIB:.2f} GiB"

@@ -131,6 +131,7 @@ class AppState:
     error_names: tuple[str, ...] = ()
     error_cumulative: tuple[float, ...] = ()  # cumulative weights over error_names
     error_rate: float = 0.0
+    model_readings: tuple[ModelReading, ...] | None = None
     latency_seq: int = 0
     latency_total: deque[float] = field(default_factory=lambda: deque(maxlen=LATENCY_WINDOW))
     latency_device: deque[float] = field(default_factory=lambda: deque(maxlen=LATENCY_WINDOW))
@@ -244,6 +245,11 @@ class Simulation:
 
     def models_of(self, app: AppState) -> tuple[ModelReading, ...]:
         """What the runtime reports of an application's models: a subgraph per logical core."""
+        if app.model_readings is None:  # fixed for the application's life: built once
+            app.model_readings = self._model_readings(app)
+        return app.model_readings
+
+    def _model_readings(self, app: AppState) -> tuple[ModelReading, ...]:
         per_device = self.arch.physical_cores_per_device // self.lnc
         readings = []
         for run in app.runs:
@@ -332,7 +338,8 @@ class Simulation:
         successes = list(per_core)
         extra_us = [0.0] * ncores
         if app.error_rate > 0:
-            self._fail_some(app, counts, cursor, successes, extra_us, mean_device_us)
+            self._fail_some(app, counts, cursor, successes=successes, extra_us=extra_us,
+                            mean_device_us=mean_device_us)
         lnc, skew, demand, cores = self.lnc, self._skew, self._demand_us, self.cores
         per_execution_us = device_us / total
         for j, logical in enumerate(app.cores):
@@ -344,7 +351,7 @@ class Simulation:
                 demand[p] += work_us * skew[p]
                 cores[p].flops += flops
 
-    def _fail_some(self, app: AppState, counts: list[int], cursor: int, successes: list[int],
+    def _fail_some(self, app: AppState, counts: list[int], cursor: int, *, successes: list[int],
                    extra_us: list[float], mean_device_us: list[float]) -> None:
         """Turn the executions the failure schedule points at into failures.
 
