@@ -7,7 +7,6 @@ Writes happen in a worker thread behind a bounded queue, so a reader that stops 
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import os
 import sys
@@ -15,6 +14,7 @@ from typing import BinaryIO
 
 from exporters.base import ExporterContext, QueuedExporter
 from neuron_monitor.report import Report
+from neuron_monitor.threads import in_daemon_thread
 
 log = logging.getLogger(__name__)
 
@@ -32,7 +32,7 @@ class StdoutExporter(QueuedExporter):
             return
         line = report.to_json_line()
         try:
-            await asyncio.to_thread(self._write, line)
+            await in_daemon_thread(self._write, line, name="stdout-writer")
         except (BrokenPipeError, ConnectionResetError, ValueError):
             self._reader_gone()
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import os
 import sys
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from pathlib import Path
@@ -52,8 +53,9 @@ def build_parser(plugins: Sequence[ExporterPlugin]) -> argparse.ArgumentParser:
         description="Collect metrics from AWS Neuron devices and applications; one JSON report per line "
         "on stdout (and optionally Prometheus / CloudWatch).",
     )
-    parser.add_argument("-c", "--config-file", metavar="PATH",
-                        help="JSON config file (default: every metric group every 5 s)")
+    parser.add_argument("-c", "--config-file", metavar="PATH", default=os.environ.get("NEURON_MONITOR_CONFIG_FILE"),
+                        help="JSON config file (default: $NEURON_MONITOR_CONFIG_FILE, else every metric group "
+                        "every 5 s)")
     parser.add_argument("--verbose", type=_verbosity, default=0, metavar="N",
                         help="diagnostics on stderr: 0 (silent, default) to 4 (debug)")
     parser.add_argument("--backend", choices=("auto", "sysfs", "emulated"), default="auto",

@@ -157,7 +157,7 @@ def test_openmetrics_exposition_parses(reports: list[Report]) -> None:
     families = {f.name: f for f in text_string_to_metric_families(body.decode())}
     assert families["execution_errors"].type == "counter"
     assert families["instance"].type == "info"
-    assert families["neuron_monitor_exporter_dropped_reports"].samples[0].value == 2
+    assert families["neuron_monitor_exporter_dropped"].samples[0].value == 2
 
 
 def test_openmetrics_types(reports: list[Report]) -> None:

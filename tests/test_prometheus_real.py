@@ -50,7 +50,7 @@ def test_prometheus_scrapes_the_in_process_endpoint(tmp_path: Path) -> None:
                      "system_vcpu_usage_ratio", "system_memory_used_bytes", "instance_info", "neuroncore_flops",
                      "neuron_execution_device_latency_seconds", "neuron_device_memory_used_bytes",
                      "neuron_runtime_loaded_models", "neuron_monitor_collection_duration_seconds",
-                     "neuron_monitor_report_age_seconds", "neuron_monitor_exporter_dropped_reports_total"):
+                     "neuron_monitor_report_age_seconds", "neuron_monitor_exporter_dropped_total"):
             assert name in names, name
         age = float(prom.query("max(neuron_monitor_report_age_seconds)")[0]["value"][1])
         assert age < 3

@@ -23,6 +23,7 @@ from typing import Any
 from exporters.cloudwatch.batching import aggregate, requests
 from exporters.cloudwatch.metrics import Datum
 from neuron_monitor.selfstats import ExporterStats
+from neuron_monitor.threads import in_daemon_thread
 
 log = logging.getLogger(__name__)
 
@@ -115,7 +116,7 @@ class Publisher:
             batch = self._retry[0]
             timeout = None if deadline is None else max(0.05, deadline - time.monotonic())
             try:
-                await asyncio.wait_for(asyncio.to_thread(self._put, batch), timeout)
+                await asyncio.wait_for(in_daemon_thread(self._put, batch, name="cloudwatch-put"), timeout)
             except RejectedError as exc:
                 self._retry.popleft()
                 self._retry_points -= _points(batch)

@@ -35,8 +35,8 @@ def self_families(stats: DaemonStats, inst_str: str, now: float | None = None) -
         failures.set(lab, g.errors_total)
     cycle = Family("neuron_monitor_cycle_duration_seconds", "gauge", "Duration of the latest collection cycle")
     cycle.set(inst_str, round(stats.last_cycle_duration_s, 9))
-    dropped = Family("neuron_monitor_exporter_dropped_reports", "counter",
-                     "Reports an exporter dropped because it could not keep up")
+    dropped = Family("neuron_monitor_exporter_dropped", "counter",
+                     "Items an exporter dropped because it could not keep up (reports; data points for CloudWatch)")
     exporter_failures = Family("neuron_monitor_exporter_failures", "counter", "Failed deliveries of an exporter")
     for name, e in sorted(stats.exporters.items()):
         lab = f'{pre}exporter="{name}"'
