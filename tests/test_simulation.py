@@ -185,6 +185,12 @@ def test_error_rates_are_followed() -> None:
     check_consistency(sim)
 
 
+def test_a_vanishingly_small_error_rate_means_no_errors() -> None:
+    sim = simulate("inf2.xlarge", 5.0, {"faults": {"error_rates": {"failure": 5e-324}}})
+    assert sum(c.status["failure"] for c in sim.core_states()) == 0
+    assert sum(c.status["success"] for c in sim.core_states()) > 0
+
+
 def test_inf1_counts_no_ecc_events() -> None:
     sim = simulate("inf1.xlarge", 10.0, {"faults": {"ecc_per_hour": {"mem_ecc_uncorrected": 36000}}})
     assert sum(sim.device_states()[0].ecc.values()) == 0

@@ -67,6 +67,7 @@ ECC_NAMES: tuple[str, ...] = (
     "mem_ecc_repairable_uncorrected",
 )
 FIRST_PID = 10_000
+MAX_FAILURE_GAP = 2**62  # executions; "never" for any rate a float can tell from 0
 _STANDARD_NORMAL = tuple(NormalDist().inv_cdf((i + 0.5) / QUANTILES) for i in range(QUANTILES))
 
 
@@ -387,7 +388,10 @@ class Simulation:
         if app.error_rate >= 1:
             return 1
         u = self.rng.random()
-        return 1 + int(math.log1p(-u) / math.log1p(-app.error_rate))
+        per_execution = math.log1p(-app.error_rate)
+        if per_execution == 0.0:  # a rate too small to tell from 0 in floating point
+            return MAX_FAILURE_GAP
+        return 1 + int(min(MAX_FAILURE_GAP, math.log1p(-u) / per_execution))
 
     def _apply_busy(self) -> None:
         backlog, demand = self._backlog_us, self._demand_us
