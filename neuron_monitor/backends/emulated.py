@@ -19,8 +19,15 @@ from neuron_monitor.backends.simulation import AppState, Simulation
 from neuron_monitor.catalogue import InstanceType, instance_type
 from neuron_monitor.report import InstanceInfo
 
-# Regions where each family is offered (a plausible pick for the emulated identity).
-_REGIONS = {"inf1": "us-east-1", "inf2": "us-east-2", "trn1": "us-west-2", "trn2": "us-east-2"}
+# Where each family is offered, with the zones of the emulated identity: (region, region's
+# AZ-id prefix, (zone letter, AZ id number) choices).  us-east-2 / us-west-2 offer them all
+# but trn2, which is in us-east-2 only.
+_PLACEMENT: dict[str, tuple[str, str, tuple[tuple[str, int], ...]]] = {
+    "inf1": ("us-west-2", "usw2", (("a", 1), ("b", 2), ("c", 3))),
+    "inf2": ("us-west-2", "usw2", (("a", 1), ("b", 2), ("d", 4))),
+    "trn1": ("us-west-2", "usw2", (("d", 4),)),
+    "trn2": ("us-east-2", "use2", (("b", 2), ("c", 3))),
+}
 
 
 def emulated_hardware(instance: InstanceType) -> HardwareReading:
@@ -42,23 +49,23 @@ def emulated_identity(instance_type_name: str, seed: int = 0) -> InstanceInfo:
     """A deterministic, plausible EC2 identity for an emulated instance."""
     instance = instance_type(instance_type_name)
     digest = hashlib.sha256(f"{instance.name}/{seed}".encode()).hexdigest()
-    region = _REGIONS[instance.family]
-    zone_letter = "abc"[int(digest[0], 16) % 3]
-    zone_number = 1 + int(digest[1], 16) % 3
-    short = "".join(part[0] for part in region.split("-")[:2]) + region.split("-")[2]  # us-east-2 -> ue2
+    region, prefix, zones = _PLACEMENT[instance.family]
+    letter, number = zones[int(digest[0], 16) % len(zones)]
     return InstanceInfo(
-        instance_name=f"emulated-{instance.name.replace('.', '-')}",
-        instance_id=f"i-0{digest[2:18]}",
+        instance_name=f"emulated-{instance.name.replace('.', '-')}-{seed}",
+        instance_id=f"i-0{digest[1:17]}",
         instance_type=instance.name,
-        instance_availability_zone=f"{region}{zone_letter}",
-        instance_availability_zone_id=f"{short}-az{zone_number}",
+        instance_availability_zone=f"{region}{letter}",
+        instance_availability_zone_id=f"{prefix}-az{number}",
         instance_region=region,
-        ami_id=f"ami-0{digest[18:34]}",
-        subnet_id=f"subnet-0{digest[34:51]}",
+        ami_id=f"ami-0{digest[17:33]}",
+        subnet_id=f"subnet-0{digest[33:50]}",
     )
 
 
 class EmulatedBackend:
+    """The DeviceBackend over an in-process Simulation (started at `clock()`, with fake pids)."""
+
     name = "emulated"
 
     def __init__(
@@ -80,11 +87,12 @@ class EmulatedBackend:
         sim.advance_to(now)
         cores = None
         if Need.CORES in needs or Need.CORE_MEMORY in needs:
+            memory = Need.CORE_MEMORY in needs
             cores = {
                 c.core: CoreReading(core=c.core, device=c.device, busy_us=c.busy_us, flops=c.flops,
-                                    status=dict(c.status), device_memory=dict(c.device_memory),
-                                    host_memory=c.host_memory)
-                for c in sim.cores
+                                    status=dict(c.status), device_memory=dict(c.device_memory) if memory else {},
+                                    host_memory=c.host_memory if memory else 0)
+                for c in sim.core_states()
             }
         devices = None
         if Need.DEVICES in needs:
@@ -98,11 +106,11 @@ class EmulatedBackend:
                     mem_ecc_repairable_uncorrected=d.ecc["mem_ecc_repairable_uncorrected"],
                     host_memory=dict(d.host_memory),
                 )
-                for d in sim.devices
+                for d in sim.device_states()
             ]
         apps = None
         if Need.APPLICATIONS in needs:
-            apps = [self._app(app, needs) for app in sim.active_apps()]
+            apps = [self._app(app, needs) for app in sim.applications()]
         return Snapshot(taken_at=now, hardware=self._hardware, cores=cores, devices=devices, applications=apps)
 
     def _app(self, app: AppState, needs: frozenset[Need]) -> AppReading:
