@@ -22,6 +22,7 @@ from neuron_monitor.execution_mapping import STATUS_COUNTERS
 _OTHER_INFO = ("model_load_count", "reset_req_count", "reset_fail_count", "inference_count", "flop_count",
                "nc_time_in_use")
 _ECC_FILES = ("sram_ecc_uncorrected", "mem_ecc_uncorrected", "mem_ecc_repairable_uncorrected")
+MAX_OPEN_FILES = 4096
 
 
 class TreeWriter:
@@ -44,12 +45,21 @@ class TreeWriter:
         if self._last.get(path) == data:
             return
         fd = self._fds.get(path)
+        keep = fd is not None
         if fd is None:
             os.makedirs(os.path.dirname(path), exist_ok=True)
             fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
-            self._fds[path] = fd
-        os.pwrite(fd, data, 0)
-        os.ftruncate(fd, len(data))
+            # A trn2.48xlarge tree has ~13,000 files: keep the most recently created ones open
+            # up to a bound, and open/close the rest on each write.
+            keep = len(self._fds) < MAX_OPEN_FILES
+            if keep:
+                self._fds[path] = fd
+        try:
+            os.pwrite(fd, data, 0)
+            os.ftruncate(fd, len(data))
+        finally:
+            if not keep:
+                os.close(fd)
         self._last[path] = data
         self.writes += 1
 
