@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import time
 from collections.abc import Callable
@@ -15,7 +16,7 @@ from neuron_monitor.backends.base import (
     Snapshot,
 )
 from neuron_monitor.backends.scenario import Scenario
-from neuron_monitor.backends.simulation import AppState, Simulation
+from neuron_monitor.backends.simulation import COUNTER_LIMIT, AppState, CoreState, Simulation
 from neuron_monitor.catalogue import InstanceType, instance_type
 from neuron_monitor.report import InstanceInfo
 
@@ -80,20 +81,36 @@ class EmulatedBackend:
         self._hardware = emulated_hardware(self.instance)
 
     def hardware(self) -> HardwareReading:
-        return self._hardware
+        absent = self.simulation.absent_devices
+        if not absent:
+            return self._hardware
+        present = tuple(d for d in self._hardware.device_indices if d not in absent)
+        return dataclasses.replace(self._hardware, device_count=len(present), device_indices=present)
+
+    def _core(self, c: CoreState, memory: bool) -> CoreReading:
+        garbage = self.simulation.garbage
+        if garbage:
+            local = c.core % self.simulation.arch.physical_cores_per_device
+            for (device, core, file), content in garbage.items():
+                if device == c.device and core == local:
+                    shown = content.strip()[:24]
+                    return CoreReading(c.core, c.device, 0, 0, {}, error=f"neuron{device}/neuron_core{core}/{file}: "
+                                       f"not a counter value: {shown!r}")
+        # The driver's counters are u64: what a reader sees wraps at 2^64.
+        return CoreReading(core=c.core, device=c.device, busy_us=c.busy_us % COUNTER_LIMIT,
+                           flops=c.flops % COUNTER_LIMIT,
+                           status={k: v % COUNTER_LIMIT for k, v in c.status.items()},
+                           device_memory=dict(c.device_memory) if memory else {},
+                           host_memory=c.host_memory if memory else 0)
 
     def snapshot(self, needs: frozenset[Need], now: float) -> Snapshot:
         sim = self.simulation
         sim.advance_to(now)
+        absent = sim.absent_devices
         cores = None
         if Need.CORES in needs or Need.CORE_MEMORY in needs:
             memory = Need.CORE_MEMORY in needs
-            cores = {
-                c.core: CoreReading(core=c.core, device=c.device, busy_us=c.busy_us, flops=c.flops,
-                                    status=dict(c.status), device_memory=dict(c.device_memory) if memory else {},
-                                    host_memory=c.host_memory if memory else 0)
-                for c in sim.core_states()
-            }
+            cores = {c.core: self._core(c, memory) for c in sim.core_states() if c.device not in absent}
         devices = None
         if Need.DEVICES in needs:
             devices = [
@@ -106,12 +123,12 @@ class EmulatedBackend:
                     mem_ecc_repairable_uncorrected=d.ecc["mem_ecc_repairable_uncorrected"],
                     host_memory=dict(d.host_memory),
                 )
-                for d in sim.device_states()
+                for d in sim.device_states() if d.device not in absent
             ]
         apps = None
         if Need.APPLICATIONS in needs:
             apps = [self._app(app, needs) for app in sim.applications()]
-        return Snapshot(taken_at=now, hardware=self._hardware, cores=cores, devices=devices, applications=apps)
+        return Snapshot(taken_at=now, hardware=self.hardware(), cores=cores, devices=devices, applications=apps)
 
     def _app(self, app: AppState, needs: frozenset[Need]) -> AppReading:
         return AppReading(

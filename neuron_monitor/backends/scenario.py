@@ -277,8 +277,79 @@ def _default_models() -> dict[Family, list[ModelSpec]]:
     }
 
 
+ECC_COUNTERS = ("mem_ecc_corrected", "mem_ecc_uncorrected", "sram_ecc_corrected", "sram_ecc_uncorrected",
+                "mem_ecc_repairable_uncorrected")
+EventKind = Literal["error_burst", "ecc_storm", "driver_reload", "counter_wrap", "garbage_file"]
+_CORE_COUNTER_FILES = ("nc_time_in_use", "flop_count")
+
+
+class FaultEvent(_Strict):
+    """Something going wrong at a given emulated time (seconds from the start).
+
+    - `error_burst`: for `duration_s`, every application's executions fail as `counter`
+      (a driver status counter) with probability `rate`, on top of the usual rates.
+    - `ecc_storm`: for `duration_s`, `per_second` ECC events of kind `counter` on `device`
+      (every device when absent).
+    - `driver_reload`: `device` disappears for `duration_s` and comes back with every
+      counter reset to zero.
+    - `counter_wrap`: the `counter` (`nc_time_in_use`, `flop_count` or a status counter) of
+      physical core `core` of `device` jumps to just below 2^64 and wraps soon after.
+    - `garbage_file`: for `duration_s` the file `file` (relative to the core's folder when
+      `core` is given, else to the device's) holds `content` instead of a counter.
+    """
+
+    kind: EventKind
+    at_s: float = Field(ge=0)
+    duration_s: float = Field(default=0.0, ge=0)
+    device: int | None = Field(default=None, ge=0)
+    core: int | None = Field(default=None, ge=0)
+    counter: str | None = None
+    rate: float | None = Field(default=None, ge=0, le=1)
+    per_second: float | None = Field(default=None, ge=0, le=100_000)
+    file: str | None = Field(default=None, min_length=1, max_length=200)
+    content: str | None = Field(default=None, max_length=4096)
+
+    @model_validator(mode="after")
+    def _fields_for_kind(self) -> FaultEvent:
+        need: dict[str, tuple[str, ...]] = {
+            "error_burst": ("counter", "rate", "duration_s"),
+            "ecc_storm": ("counter", "per_second", "duration_s"),
+            "driver_reload": ("device", "duration_s"),
+            "counter_wrap": ("device", "core", "counter"),
+            "garbage_file": ("device", "file", "content", "duration_s"),
+        }
+        for name in need[self.kind]:
+            value = getattr(self, name)
+            if value is None or (name == "duration_s" and value <= 0):
+                raise ValueError(f'"{self.kind}" needs "{name}"')
+        if self.kind == "error_burst" and (self.counter == "success" or self.counter not in STATUS_COUNTERS):
+            raise ValueError(f"unknown error counter {self.counter!r}")
+        if self.kind == "ecc_storm" and self.counter not in ECC_COUNTERS:
+            raise ValueError(f"unknown ECC counter {self.counter!r}; valid: {', '.join(ECC_COUNTERS)}")
+        if self.kind == "counter_wrap" and self.counter not in (*_CORE_COUNTER_FILES, *STATUS_COUNTERS):
+            raise ValueError(f"cannot wrap {self.counter!r}: use nc_time_in_use, flop_count or a status counter")
+        if self.file is not None and (self.file.startswith("/") or ".." in self.file.split("/")):
+            raise ValueError("file must be a relative path inside the device or core folder")
+        return self
+
+    @property
+    def end_s(self) -> float:
+        return self.at_s + self.duration_s
+
+
+class Churn(_Strict):
+    """Short-lived applications starting and exiting all the time, on one core each."""
+
+    applications_per_minute: float = Field(gt=0, le=600)
+    lifetime_s: float = Field(gt=0, le=3600)
+    start_s: float = Field(default=0.0, ge=0)
+    duration_s: float = Field(default=600.0, gt=0, le=86400)  # how long churn goes on (bounds the list)
+
+
 class Scenario(_Strict):
     applications: list[ApplicationSpec] | None = None  # None: one application per device
+    events: list[FaultEvent] = Field(default_factory=list)
+    churn: Churn | None = None
     # Models of applications that name none, per instance family; a family left out keeps
     # the built-in models.
     default_models: dict[Family, list[ModelSpec]] = Field(default_factory=_default_models)
@@ -303,7 +374,16 @@ class Scenario(_Strict):
         total = per_device * instance.device_count
         apps = self.applications
         if apps is None:
-            apps = default_applications(instance)
+            apps = [] if self.churn is not None else default_applications(instance)
+        if self.churn is not None:
+            apps = [*apps, *self._churn_applications(instance, total)]
+        for index, event in enumerate(self.events):
+            if event.device is not None and event.device >= instance.device_count:
+                raise ScenarioError(f"events[{index}].device: {instance.name} has devices "
+                                    f"0-{instance.device_count - 1}")
+            if event.core is not None and event.core >= arch.physical_cores_per_device:
+                raise ScenarioError(f"events[{index}].core: devices of {instance.name} have physical cores "
+                                    f"0-{arch.physical_cores_per_device - 1}")
         explicit: set[int] = set()
         for index, app in enumerate(apps):
             if isinstance(app.cores, str):
@@ -338,6 +418,25 @@ class Scenario(_Strict):
         _check_no_sharing(out)
         self._check_memory(out, instance)
         return out
+
+    def _churn_applications(self, instance: InstanceType, total: int) -> list[ApplicationSpec]:
+        """One application every 60/rate seconds, each on its own logical core while it lives;
+        cores are reused round-robin, so lifetimes must fit in the rotation."""
+        churn = self.churn
+        assert churn is not None  # noqa: S101 - called only with churn
+        used = {c for app in self.applications or () if isinstance(app.cores, str) for c in parse_core_list(app.cores)}
+        free = [c for c in range(total) if c not in used]
+        interval = 60.0 / churn.applications_per_minute
+        if not free or churn.lifetime_s >= len(free) * interval:
+            raise ScenarioError(
+                f"churn: {churn.applications_per_minute:g} applications a minute living {churn.lifetime_s:g}s "
+                f"need more than the {len(free)} free logical cores of {instance.name}"
+            )
+        count = int(churn.duration_s / interval)
+        return [ApplicationSpec(tag=f"churn-{k}", cores=str(free[k % len(free)]),
+                                start_s=churn.start_s + k * interval,
+                                stop_s=churn.start_s + k * interval + churn.lifetime_s,
+                                cpu=CpuUse(user=5.0, system=1.0)) for k in range(count)]
 
     def _check_memory(self, apps: list[tuple[ApplicationSpec, tuple[int, ...]]], instance: InstanceType) -> None:
         arch = instance.architecture

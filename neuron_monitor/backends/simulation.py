@@ -67,6 +67,7 @@ ECC_NAMES: tuple[str, ...] = (
     "mem_ecc_repairable_uncorrected",
 )
 FIRST_PID = 10_000
+COUNTER_LIMIT = 1 << 64  # the driver's counters are u64: readers see values modulo this
 MAX_FAILURE_GAP = 2**62  # executions; "never" for any rate a float can tell from 0
 _STANDARD_NORMAL = tuple(NormalDist().inv_cdf((i + 0.5) / QUANTILES) for i in range(QUANTILES))
 
@@ -192,6 +193,11 @@ class Simulation:
         self._ecc_rates = [(name, rate * scale) for name, rate in scenario.faults.ecc_per_hour]
         self._ecc_next = [[self._gap(rate) for _, rate in self._ecc_rates] for _ in self.devices]
         self._ecc_soonest = min((t for row in self._ecc_next for t in row), default=math.inf)
+        # Fault events (scenario `events`): which are under way, and what they leave behind.
+        self._event_active = [False] * len(scenario.events)
+        self._storm_carry = [0.0] * len(scenario.events)
+        self.absent_devices: set[int] = set()
+        self.garbage: dict[tuple[int, int | None, str], str] = {}  # (device, core, file) -> content
         self._update_membership()
 
     def _new_app(self, index: int, spec: ApplicationSpec, cores: tuple[int, ...], models: list[ModelSpec],
@@ -207,14 +213,22 @@ class Simulation:
                        [(r.uuid, r.model_id) for r in runs], runs)
         app.cpu_user_per_step = spec.cpu.user / 100.0 * STEP_S
         app.cpu_system_per_step = spec.cpu.system / 100.0 * STEP_S
-        rates = spec.error_rates if spec.error_rates is not None else self.scenario.faults.error_rates
+        self._configure_errors(app, self._base_error_rates(app))
+        return app
+
+    def _base_error_rates(self, app: AppState) -> dict[str, float]:
+        spec = app.spec
+        return dict(spec.error_rates if spec.error_rates is not None else self.scenario.faults.error_rates)
+
+    @staticmethod
+    def _configure_errors(app: AppState, rates: dict[str, float]) -> None:
         names = tuple(name for name, rate in rates.items() if rate > 0)
         cumulative: list[float] = []
         for name in names:
             cumulative.append((cumulative[-1] if cumulative else 0.0) + rates[name])
         app.error_names, app.error_cumulative = names, tuple(cumulative)
-        app.error_rate = cumulative[-1] if cumulative else 0.0
-        return app
+        app.error_rate = min(1.0, cumulative[-1]) if cumulative else 0.0
+        app.until_error = 0  # draw the next failure from the new rates
 
     # --- read API -------------------------------------------------------------------------
 
@@ -292,6 +306,8 @@ class Simulation:
         self._apply_busy()
         if self.elapsed_s >= self._ecc_soonest:
             self._ecc_events()
+        if self._event_active:
+            self._apply_events()
 
     def _run_app(self, app: AppState) -> None:
         rng = self.rng
@@ -414,6 +430,68 @@ class Simulation:
                     device.ecc[name] += 1
                     row[k] += self.rng.expovariate(rate)
         self._ecc_soonest = min(t for row in self._ecc_next for t in row)
+
+    # --- fault events ------------------------------------------------------------------------
+
+    def _apply_events(self) -> None:
+        t = self.elapsed_s + 1e-9
+        for i, event in enumerate(self.scenario.events):
+            if event.kind == "counter_wrap":
+                if not self._event_active[i] and t >= event.at_s:
+                    self._event_active[i] = True
+                    self._wrap(event.device or 0, event.core or 0, event.counter or "")
+                continue
+            active = event.at_s <= t < event.end_s
+            if event.kind == "ecc_storm" and active:
+                self._storm(i, event.device, event.counter or "", event.per_second or 0.0)
+            if active == self._event_active[i]:
+                continue
+            self._event_active[i] = active
+            if event.kind == "error_burst":
+                for app in self.apps:
+                    rates = self._base_error_rates(app)
+                    if active:
+                        counter = event.counter or ""
+                        rates[counter] = rates.get(counter, 0.0) + (event.rate or 0.0)
+                    self._configure_errors(app, rates)
+            elif event.kind == "driver_reload":
+                device = event.device or 0
+                if active:
+                    self.absent_devices.add(device)
+                else:  # back, with every counter the driver keeps starting again from zero
+                    self.absent_devices.discard(device)
+                    self._reset_device(device)
+            elif event.kind == "garbage_file":
+                key = (event.device or 0, event.core, event.file or "")
+                if active:
+                    self.garbage[key] = event.content or ""
+                else:
+                    self.garbage.pop(key, None)
+
+    def _storm(self, index: int, device: int | None, counter: str, per_second: float) -> None:
+        x = per_second * STEP_S + self._storm_carry[index]
+        n = int(x)
+        self._storm_carry[index] = x - n
+        for d in self.devices if device is None else [self.devices[device]]:
+            d.ecc[counter] += n
+
+    def _wrap(self, device: int, core: int, counter: str) -> None:
+        """Put a counter just below 2^64: the driver's u64 wraps to small values soon after."""
+        state = self.cores[device * self.arch.physical_cores_per_device + core]
+        if counter == "nc_time_in_use":
+            state.busy_us = COUNTER_LIMIT - 300_000 + state.busy_us % 1000
+        elif counter == "flop_count":
+            state.flops = COUNTER_LIMIT - 1000
+        else:
+            state.status[counter] = COUNTER_LIMIT - 20
+
+    def _reset_device(self, device: int) -> None:
+        phys = self.arch.physical_cores_per_device
+        for state in self.cores[device * phys:(device + 1) * phys]:
+            state.busy_us = state.flops = 0
+            state.status = dict.fromkeys(state.status, 0)
+            state.model_load_count = 0
+        self.devices[device].ecc = dict.fromkeys(self.devices[device].ecc, 0)
 
     # --- applications starting and stopping -------------------------------------------------
 

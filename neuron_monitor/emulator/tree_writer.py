@@ -15,7 +15,7 @@ import shutil
 import time
 
 from neuron_monitor.backends.base import DEVICE_MEMORY_CATEGORIES, HOST_MEMORY_CATEGORIES
-from neuron_monitor.backends.simulation import Simulation
+from neuron_monitor.backends.simulation import COUNTER_LIMIT, Simulation
 from neuron_monitor.backends.sysfs.tree import CLASS_DIR, DEVICE_DIR
 from neuron_monitor.execution_mapping import STATUS_COUNTERS
 
@@ -38,11 +38,13 @@ class TreeWriter:
         self._peaks: dict[str, int] = {}
         self._alloc_totals: dict[str, int] = {}
         self.writes = 0
+        self._garbage_paths: set[str] = set()  # files a fault event fills with garbage for now
+        self._removed: set[int] = set()  # devices a driver-reload event took away
 
     # --- low level ------------------------------------------------------------------------
 
-    def _put(self, path: str, data: bytes) -> None:
-        if self._last.get(path) == data:
+    def _put(self, path: str, data: bytes, garbage: bool = False) -> None:
+        if self._last.get(path) == data or (path in self._garbage_paths and not garbage):
             return
         fd = self._fds.get(path)
         keep = fd is not None
@@ -65,10 +67,11 @@ class TreeWriter:
 
     def _counter(self, folder: str, total: int) -> None:
         """A driver counter folder: `total` cumulative, `present` the last increment."""
+        total %= COUNTER_LIMIT  # the driver's counters are u64
         prev = self._previous.get(folder, 0)
         self._previous[folder] = total
         self._put(os.path.join(folder, "total"), b"%d\n" % total)
-        self._put(os.path.join(folder, "present"), b"%d\n" % max(0, total - prev))
+        self._put(os.path.join(folder, "present"), b"%d\n" % ((total - prev) % COUNTER_LIMIT))
 
     def _memory(self, folder: str, present: int) -> None:
         """A memory counter folder: `present` bytes now, `peak`, and `total` bytes ever allocated."""
@@ -85,9 +88,9 @@ class TreeWriter:
         prefix = os.path.join(self.device_dir, f"neuron{device}") + os.sep
         for path in [p for p in self._fds if p.startswith(prefix)]:
             os.close(self._fds.pop(path))
-            self._last.pop(path, None)
-        for folder in [f for f in self._previous if f.startswith(prefix)]:
-            del self._previous[folder]
+        for cache in (self._last, self._previous, self._peaks, self._alloc_totals):
+            for key in [k for k in cache if k.startswith(prefix)]:
+                del cache[key]
         shutil.rmtree(prefix, ignore_errors=True)
         link = os.path.join(self.class_dir, f"neuron{device}")
         if os.path.islink(link):
@@ -130,10 +133,30 @@ class TreeWriter:
     def restore_device(self, index: int) -> None:
         self._create_device(index)
 
+    def _follow_events(self) -> None:
+        """Devices a driver reload takes away and brings back; files filled with garbage."""
+        sim = self.sim
+        for device in sorted(sim.absent_devices - self._removed):
+            self.remove_device(device)
+            self._removed.add(device)
+        for device in sorted(self._removed - sim.absent_devices):
+            self._removed.discard(device)
+            self.restore_device(device)
+        wanted = {}
+        for (device, core, file), content in sim.garbage.items():
+            base = os.path.join(self.device_dir, f"neuron{device}")
+            wanted[os.path.join(base, f"neuron_core{core}", file) if core is not None else
+                   os.path.join(base, file)] = content.encode()
+        self._garbage_paths = set(wanted)
+        for path, data in wanted.items():
+            self._put(path, data, garbage=True)
+
     def update(self) -> None:
         sim = self.sim
         arch = sim.arch
         phys = arch.physical_cores_per_device
+        if sim.absent_devices or self._removed or sim.garbage or self._garbage_paths:
+            self._follow_events()
         present_devices = {d for d in range(sim.instance.device_count)
                            if os.path.isdir(os.path.join(self.device_dir, f"neuron{d}"))}
         for device in sim.devices:
@@ -159,7 +182,7 @@ class TreeWriter:
                     self._memory(os.path.join(mem, "device_mem", cat), core.device_memory[cat])
                 other = os.path.join(cstats, "other_info")
                 executions = sum(core.status.values())
-                values = {"model_load_count": len(sim.active_apps()), "reset_req_count": 0, "reset_fail_count": 0,
+                values = {"model_load_count": core.model_load_count, "reset_req_count": 0, "reset_fail_count": 0,
                           "inference_count": executions, "flop_count": core.flops, "nc_time_in_use": core.busy_us}
                 for name in _OTHER_INFO:
                     self._counter(os.path.join(other, name), values[name])

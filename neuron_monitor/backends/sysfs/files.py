@@ -24,9 +24,12 @@ class ReadError(Exception):
 
 def parse_counter(raw: bytes, path: str) -> int:
     """The driver writes "%llu\\n" (or "%u\\n"/"%d"): the first line must be a non-negative integer."""
-    line = raw.split(b"\n", 1)[0].strip()
+    line, newline, _ = raw.partition(b"\n")
+    line = line.strip()
     if not line:
         raise ReadError(f"{path}: empty")
+    if not newline:  # the driver always ends the value with a newline: this one was cut short
+        raise ReadError(f"{path}: truncated value {line[:24].decode('ascii', 'replace')!r}")
     if not line.isdigit():
         shown = line[:24].decode("ascii", "replace")
         raise ReadError(f"{path}: not a counter value: {shown!r}")
@@ -150,8 +153,10 @@ class CounterVector:
                 self._fds = None  # re-validate file by file below
             else:
                 # int() also takes "-5", "+5" and "1_000": those are not driver values.
+                # Each value must also end with the driver's newline (else it was cut short).
                 joined = b"".join(raws)
-                if b"-" not in joined and b"+" not in joined and b"_" not in joined:
+                if (b"-" not in joined and b"+" not in joined and b"_" not in joined
+                        and joined.count(b"\n") == len(raws)):
                     return values
                 self._fds = None
         values = [self._cache.read_counter(p) for p in self.paths]
