@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 PERCENTILES: tuple[str, ...] = ("p0", "p1", "p25", "p50", "p75", "p99", "p100")
 ERROR_TYPES: tuple[str, ...] = ("generic", "numerical", "transient", "model", "runtime", "hardware")
@@ -51,6 +51,17 @@ class MetricGroup(_Model):
 
     period: float = 0.0
     error: str = ""
+    # Not in the JSON: which collection produced this object (the scheduler numbers them), so
+    # exporters can tell a new collection from the same one repeated in the next report.
+    # 0 when unknown (a report parsed from JSON).
+    _collection: int = PrivateAttr(default=0)
+
+    @property
+    def collection(self) -> int:
+        return self._collection
+
+    def mark_collection(self, number: int) -> None:
+        self._collection = number
 
 
 # --- runtime groups -----------------------------------------------------------------

@@ -164,6 +164,7 @@ class Scheduler:
         self._runtime: dict[int, _RuntimeState] = {}
         self._system: dict[str, MetricGroup] = {}
         self._t0 = 0.0
+        self._collections = 0  # numbers each collection (see MetricGroup.collection)
         self._stats.shortest_period_s = min(config.all_periods(), default=5.0)
 
     @property
@@ -302,6 +303,9 @@ class Scheduler:
                 result = {a.pid: model(period=period, error=message) for a in apps}
             else:
                 result = model(period=period, error=message)
+        self._collections += 1
+        for group in result.values() if isinstance(result, dict) else (result,):
+            group.mark_collection(self._collections)
         stats.last_duration_s = time.perf_counter() - started
         stats.collections_total += 1
         errors = [g.error for g in result.values()] if isinstance(result, dict) else [result.error]

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from exporters.freshness import FreshnessTracker
 from neuron_monitor.report import ERROR_TYPES, EXECUTION_STATUSES, Report, RuntimeEntry
 
 Dimensions = tuple[tuple[str, str], ...]
@@ -75,8 +76,7 @@ class _Out:
 class DatumBuilder:
     def __init__(self, options: Options) -> None:
         self.options = options
-        self._counted: dict[tuple[str, int], str] = {}
-        self._counted_hw: str | None = None
+        self._fresh = FreshnessTracker()
 
     def build(self, report: Report, timestamp: float) -> list[Datum]:
         info = report.instance_info
@@ -141,19 +141,15 @@ class DatumBuilder:
         for metric_point, values in latency.items():
             metric, point = metric_point.split("/")
             out.put(metric, max(values), ("Percentile", point))
-        for gone in set(self._counted) - live:
-            del self._counted[gone]
+        self._fresh.forget_except({*live, "hw"})
 
     def _execution(self, out: _Out, entry: RuntimeEntry, *, status: dict[str, int], errors: dict[str, int],
                    latency: dict[str, list[float]], app: Dimensions) -> bool:
         ex = entry.report.execution_stats
         if ex is None or ex.error:
             return False
-        key = (entry.neuron_runtime_tag, entry.pid)
-        fingerprint = ex.model_dump_json()
-        if self._counted.get(key) == fingerprint:
+        if not self._fresh.is_new((entry.neuron_runtime_tag, entry.pid), ex):
             return False
-        self._counted[key] = fingerprint
         summary = ex.execution_summary.model_dump()
         for name in EXECUTION_STATUSES:
             status[name] += summary[name]
@@ -180,10 +176,8 @@ class DatumBuilder:
             out.put("HostMemoryUtilization", round(mem.memory_used_bytes / mem.memory_total_bytes * 100, 2))
         hw = sysd.neuron_hw_counters
         if hw is not None and not hw.error:
-            fingerprint = hw.model_dump_json()
-            if fingerprint == self._counted_hw:
+            if not self._fresh.is_new("hw", hw):
                 return
-            self._counted_hw = fingerprint
             totals = dict.fromkeys(ECC_EVENTS, 0)
             for dev in hw.neuron_devices:
                 values = dev.model_dump()

@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from exporters.freshness import FreshnessTracker
 from exporters.prometheus.families import Family, escape_label, labels
 from neuron_monitor.report import (
     ERROR_TYPES,
@@ -28,7 +29,6 @@ from neuron_monitor.report import (
     CoreMemoryBreakdown,
     ExecutionStats,
     MetricGroup,
-    NeuronHwCounters,
     Report,
     RuntimeEntry,
 )
@@ -58,20 +58,15 @@ def instance_label_pairs(report: Report) -> list[tuple[str, str]]:
                     strict=True))
 
 
-def _fingerprint(group: ExecutionStats | NeuronHwCounters) -> str:
-    return group.model_dump_json()
-
-
 class ReportConverter:
     def __init__(self) -> None:
         # runtime tag -> counter family -> rendered labels -> running total
         self._runtime_totals: dict[str, dict[str, dict[str, float]]] = {}
-        # (tag, pid) -> fingerprint of the execution_stats last counted
-        self._counted: dict[tuple[str, int], str] = {}
-        # system counters: family -> rendered labels -> running total, and what was last counted
+        # which collections were already counted: per (tag, pid) for execution_stats, and the
+        # system groups
+        self._fresh = FreshnessTracker()
+        # system counters: family -> rendered labels -> running total
         self._system_totals: dict[str, dict[str, float]] = {}
-        self._counted_hw: str | None = None
-        self._counted_ctx: tuple[float, int] | None = None
 
     def convert(self, report: Report) -> list[Family]:
         fams = _Families()
@@ -88,8 +83,7 @@ class ReportConverter:
         self._system(fams, report, inst_str)
         self._group_errors(fams, report, inst_str)
         # forget applications that are gone, so their series disappear
-        for key in set(self._counted) - live_keys:
-            del self._counted[key]
+        self._fresh.forget_except({*live_keys, "hw", "ctx"})
         for tag in set(self._runtime_totals) - live_tags:
             del self._runtime_totals[tag]
         return list(fams.by_name.values())
@@ -160,10 +154,7 @@ class ReportConverter:
 
     def _execution(self, fams: _Families, entry: RuntimeEntry, ex: ExecutionStats, rt: list[tuple[str, str]],
                    rt_str: str) -> None:
-        key = (entry.neuron_runtime_tag, entry.pid)
-        fingerprint = _fingerprint(ex)
-        fresh = self._counted.get(key) != fingerprint
-        self._counted[key] = fingerprint
+        fresh = self._fresh.is_new((entry.neuron_runtime_tag, entry.pid), ex)
         per_tag = self._runtime_totals.setdefault(entry.neuron_runtime_tag, {})
         errors = per_tag.setdefault("execution_errors", {})
         statuses = per_tag.setdefault("execution_status", {})
@@ -200,9 +191,7 @@ class ReportConverter:
         sysd = report.system_data
         hw = sysd.neuron_hw_counters
         if hw is not None and not hw.error:
-            fingerprint = _fingerprint(hw)
-            fresh = fingerprint != self._counted_hw
-            self._counted_hw = fingerprint
+            fresh = self._fresh.is_new("hw", hw)
             totals = self._system_totals.setdefault("ecc", {})
             repair = self._system_totals.setdefault("repairable", {})
             fam = fams.get("hardware_ecc_events", "counter", "ECC events of Neuron devices")
@@ -225,11 +214,9 @@ class ReportConverter:
             fam.set(f'{inst_str},usage_type="user"', round((avg.user + avg.nice) / 100.0, 6))
             busy_system = avg.system + avg.io_wait + avg.irq + avg.soft_irq
             fam.set(f'{inst_str},usage_type="system"', round(busy_system / 100.0, 6))
-            counted = (vcpu.period, vcpu.context_switch_count)
             ctx = self._system_totals.setdefault("ctx", {inst_str: 0.0})
-            if counted != self._counted_ctx:
+            if self._fresh.is_new("ctx", vcpu):
                 ctx[inst_str] = ctx.get(inst_str, 0.0) + vcpu.context_switch_count
-                self._counted_ctx = counted
             fams.get("neuron_monitor_system_context_switches", "counter",
                      "Context switches of the host counted by neuron-monitor").set(inst_str, ctx[inst_str])
         mem = sysd.memory_info

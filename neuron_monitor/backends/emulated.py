@@ -97,9 +97,13 @@ class EmulatedBackend:
                     return CoreReading(c.core, c.device, 0, 0, {}, error=f"neuron{device}/neuron_core{core}/{file}: "
                                        f"not a counter value: {shown!r}")
         # The driver's counters are u64: what a reader sees wraps at 2^64.
-        return CoreReading(core=c.core, device=c.device, busy_us=c.busy_us % COUNTER_LIMIT,
-                           flops=c.flops % COUNTER_LIMIT,
-                           status={k: v % COUNTER_LIMIT for k, v in c.status.items()},
+        sim = self.simulation
+        if sim.counter_offsets:
+            busy, flops = sim.seen(c.core, "nc_time_in_use", c.busy_us), sim.seen(c.core, "flop_count", c.flops)
+            status = {k: sim.seen(c.core, k, v) for k, v in c.status.items()}
+        else:
+            busy, flops, status = c.busy_us % COUNTER_LIMIT, c.flops % COUNTER_LIMIT, dict(c.status)
+        return CoreReading(core=c.core, device=c.device, busy_us=busy, flops=flops, status=status,
                            device_memory=dict(c.device_memory) if memory else {},
                            host_memory=c.host_memory if memory else 0)
 

@@ -293,7 +293,8 @@ class FaultEvent(_Strict):
     - `driver_reload`: `device` disappears for `duration_s` and comes back with every
       counter reset to zero.
     - `counter_wrap`: the `counter` (`nc_time_in_use`, `flop_count` or a status counter) of
-      physical core `core` of `device` jumps to just below 2^64 and wraps soon after.
+      physical core `core` of `device` starts `below` counts short of 2^64, so it wraps once
+      it has counted that much (`at_s` is not used).
     - `garbage_file`: for `duration_s` the file `file` (relative to the core's folder when
       `core` is given, else to the device's) holds `content` instead of a counter.
     """
@@ -308,6 +309,7 @@ class FaultEvent(_Strict):
     per_second: float | None = Field(default=None, ge=0, le=100_000)
     file: str | None = Field(default=None, min_length=1, max_length=200)
     content: str | None = Field(default=None, max_length=4096)
+    below: int = Field(default=1000, gt=0, lt=1 << 62)
 
     @model_validator(mode="after")
     def _fields_for_kind(self) -> FaultEvent:

@@ -198,6 +198,11 @@ class Simulation:
         self._storm_carry = [0.0] * len(scenario.events)
         self.absent_devices: set[int] = set()
         self.garbage: dict[tuple[int, int | None, str], str] = {}  # (device, core, file) -> content
+        # counter_wrap: what a reader sees is (value + offset) mod 2^64, the offset putting the
+        # counter `below` counts short of 2^64 from the start, so it wraps once, continuously.
+        self.counter_offsets: dict[tuple[int, str], int] = {
+            ((e.device or 0) * phys + (e.core or 0), e.counter or ""): COUNTER_LIMIT - e.below
+            for e in scenario.events if e.kind == "counter_wrap"}
         self._update_membership()
 
     def _new_app(self, index: int, spec: ApplicationSpec, cores: tuple[int, ...], models: list[ModelSpec],
@@ -437,10 +442,7 @@ class Simulation:
         t = self.elapsed_s + 1e-9
         for i, event in enumerate(self.scenario.events):
             if event.kind == "counter_wrap":
-                if not self._event_active[i] and t >= event.at_s:
-                    self._event_active[i] = True
-                    self._wrap(event.device or 0, event.core or 0, event.counter or "")
-                continue
+                continue  # an offset from the start (see counter_offsets)
             active = event.at_s <= t < event.end_s
             if event.kind == "ecc_storm" and active:
                 self._storm(i, event.device, event.counter or "", event.per_second or 0.0)
@@ -475,15 +477,9 @@ class Simulation:
         for d in self.devices if device is None else [self.devices[device]]:
             d.ecc[counter] += n
 
-    def _wrap(self, device: int, core: int, counter: str) -> None:
-        """Put a counter just below 2^64: the driver's u64 wraps to small values soon after."""
-        state = self.cores[device * self.arch.physical_cores_per_device + core]
-        if counter == "nc_time_in_use":
-            state.busy_us = COUNTER_LIMIT - 300_000 + state.busy_us % 1000
-        elif counter == "flop_count":
-            state.flops = COUNTER_LIMIT - 1000
-        else:
-            state.status[counter] = COUNTER_LIMIT - 20
+    def seen(self, core: int, counter: str, value: int) -> int:
+        """A counter as the driver shows it: u64, wrapping at 2^64 (with any wrap offset)."""
+        return (value + self.counter_offsets.get((core, counter), 0)) % COUNTER_LIMIT
 
     def _reset_device(self, device: int) -> None:
         phys = self.arch.physical_cores_per_device

@@ -173,8 +173,9 @@ class TreeWriter:
             for k in range(phys):
                 core = sim.cores[device.device * phys + k]
                 cstats = os.path.join(base, f"neuron_core{k}", "stats")
+                seen = sim.seen
                 for name in STATUS_COUNTERS:
-                    self._counter(os.path.join(cstats, "status", name), core.status[name])
+                    self._counter(os.path.join(cstats, "status", name), seen(core.core, name, core.status[name]))
                 mem = os.path.join(cstats, "memory_usage")
                 self._memory(os.path.join(mem, "host_mem"), core.host_memory)
                 self._memory(os.path.join(mem, "device_mem"), sum(core.device_memory.values()))
@@ -183,7 +184,8 @@ class TreeWriter:
                 other = os.path.join(cstats, "other_info")
                 executions = sum(core.status.values())
                 values = {"model_load_count": core.model_load_count, "reset_req_count": 0, "reset_fail_count": 0,
-                          "inference_count": executions, "flop_count": core.flops, "nc_time_in_use": core.busy_us}
+                          "inference_count": executions, "flop_count": seen(core.core, "flop_count", core.flops),
+                          "nc_time_in_use": seen(core.core, "nc_time_in_use", core.busy_us)}
                 for name in _OTHER_INFO:
                     self._counter(os.path.join(other, name), values[name])
 
