@@ -3,7 +3,10 @@ between reports: the age of the latest report grows while nothing happens)."""
 
 from __future__ import annotations
 
+import asyncio
 import time
+
+import psutil
 
 from exporters.prometheus.families import Family
 from neuron_monitor import __version__
@@ -42,5 +45,34 @@ def self_families(stats: DaemonStats, inst_str: str, now: float | None = None) -
         lab = f'{pre}exporter="{name}"'
         dropped.set(lab, e.dropped_total)
         exporter_failures.set(lab, e.failures_total)
-    fams.extend([duration, collections, failures, cycle, dropped, exporter_failures])
+    fams.extend([duration, collections, failures, cycle, dropped, exporter_failures, *_process_families(inst_str)])
     return fams
+
+
+_PROCESS = psutil.Process()
+
+
+def _process_families(inst_str: str) -> list[Family]:
+    """The daemon's own footprint, for soak tests and alerts: memory, descriptors, tasks."""
+    with _PROCESS.oneshot():
+        rss = _PROCESS.memory_info().rss
+        fds = _PROCESS.num_fds()
+        threads = _PROCESS.num_threads()
+        cpu = _PROCESS.cpu_times()
+    try:
+        tasks = len(asyncio.all_tasks())
+    except RuntimeError:  # no running loop (rendering outside the daemon)
+        tasks = 0
+    out = []
+    for name, kind, help_text, value in (
+        ("neuron_monitor_resident_memory_bytes", "gauge", "Resident memory of the neuron-monitor process", rss),
+        ("neuron_monitor_open_fds", "gauge", "Open file descriptors of the neuron-monitor process", fds),
+        ("neuron_monitor_threads", "gauge", "Threads of the neuron-monitor process", threads),
+        ("neuron_monitor_asyncio_tasks", "gauge", "asyncio tasks alive in the neuron-monitor process", tasks),
+        ("neuron_monitor_cpu_seconds", "counter", "CPU time used by the neuron-monitor process",
+         round(cpu.user + cpu.system, 3)),
+    ):
+        fam = Family(name, kind, help_text)
+        fam.set(inst_str, value)
+        out.append(fam)
+    return out

@@ -184,6 +184,7 @@ class Simulation:
         self._demand_us = [0.0] * len(self.cores)
         self._timeout_busy_us = scenario.faults.timeout_busy_s * 1e6
         self.apps: list[AppState] = []
+        self._tables: dict[tuple[float, float], tuple[float, ...]] = {}
         for index, (spec, cores) in enumerate(scenario.resolved_applications(instance)):
             self.apps.append(self._new_app(index, spec, cores, scenario.models_for(spec, instance), fixed_rng))
         self._running: list[AppState] = []
@@ -209,8 +210,7 @@ class Simulation:
                  fixed_rng: random.Random) -> AppState:
         runs = []
         for i, model in enumerate(models):
-            median_s = model.latency_ms_median / 1000.0
-            table = tuple(median_s * math.exp(model.latency_sigma * z) for z in _STANDARD_NORMAL)
+            table = self._latency_table(model.latency_ms_median, model.latency_sigma)
             per_step = model.executions_per_second * STEP_S * len(cores) if model.is_running else 0.0
             runs.append(ModelRun(model, uuid.UUID(int=fixed_rng.getrandbits(128)).hex, 10001 + i, table,
                                  per_step, model.device_share, int(model.flops_per_execution / 2)))
@@ -220,6 +220,16 @@ class Simulation:
         app.cpu_system_per_step = spec.cpu.system / 100.0 * STEP_S
         self._configure_errors(app, self._base_error_rates(app))
         return app
+
+    def _latency_table(self, median_ms: float, sigma: float) -> tuple[float, ...]:
+        """Quantiles of a model's latency; shared by every application running that model
+        (churn scenarios create hundreds of applications)."""
+        key = (median_ms, sigma)
+        table = self._tables.get(key)
+        if table is None:
+            median_s = median_ms / 1000.0
+            table = self._tables[key] = tuple(median_s * math.exp(sigma * z) for z in _STANDARD_NORMAL)
+        return table
 
     def _base_error_rates(self, app: AppState) -> dict[str, float]:
         spec = app.spec
@@ -502,6 +512,9 @@ class Simulation:
                 if should:
                     for logical in app.cores:
                         self.cores[logical * self.lnc].model_load_count += len(app.runs)
+                else:  # the process is gone, and its runtime's memory of latencies with it
+                    app.latency_total.clear()
+                    app.latency_device.clear()
         if changed or self.steps == 0:
             self._running = [app for app in self.apps if app.running]
             self._recompute_memory()
