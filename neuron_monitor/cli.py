@@ -112,8 +112,9 @@ def _emulated_backend(args: argparse.Namespace) -> DeviceBackend:
             raise UsageError(str(exc)) from None
     try:
         return EmulatedBackend(instance_type, seed=args.seed, scenario=scenario)
-    except ScenarioError as exc:
-        raise UsageError(str(exc)) from None
+    except ScenarioError as exc:  # the scenario does not fit the instance type
+        where = f"{args.scenario}: " if args.scenario else ""
+        raise UsageError(f"{where}{exc} (with --emulate {instance_type})") from None
 
 
 def _sysfs_backend(args: argparse.Namespace) -> DeviceBackend:

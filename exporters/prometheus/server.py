@@ -23,7 +23,10 @@ from neuron_monitor.selfstats import DaemonStats
 log = logging.getLogger(__name__)
 
 TLS_CHECK_INTERVAL_S = 2.0
-KEEPALIVE_TIMEOUT_S = 75.0
+# A connection that has not sent a complete request within this long is closed, whether it
+# is idle or trickling bytes (slow-client protection; aiohttp's keep-alive timer runs from the
+# moment a connection opens).  Prometheus scrapes well within it.
+KEEPALIVE_TIMEOUT_S = 15.0
 MAX_LINE = 4096
 MAX_FIELD = 4096
 MAX_HEADERS = 32
@@ -102,8 +105,10 @@ def wants_gzip(accept_encoding: str) -> bool:
 
 class MetricsServer:
     def __init__(self, exposition: Exposition, stats: DaemonStats, address: str, port: int, *,
-                 tls: TlsFiles | None = None, auth: BasicAuth | None = None) -> None:
+                 tls: TlsFiles | None = None, auth: BasicAuth | None = None,
+                 keepalive_timeout_s: float = KEEPALIVE_TIMEOUT_S) -> None:
         self.exposition = exposition
+        self.keepalive_timeout_s = keepalive_timeout_s
         self.stats = stats
         self.address = address
         self.port = port
@@ -153,7 +158,7 @@ class MetricsServer:
 
     async def start(self) -> None:
         self._runner = web.AppRunner(
-            self.app(), handle_signals=False, access_log=None, keepalive_timeout=KEEPALIVE_TIMEOUT_S,
+            self.app(), handle_signals=False, access_log=None, keepalive_timeout=self.keepalive_timeout_s,
             max_line_size=MAX_LINE, max_field_size=MAX_FIELD, max_headers=MAX_HEADERS,
         )
         await self._runner.setup()
