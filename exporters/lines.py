@@ -10,8 +10,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import signal
+import sys
 import threading
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import BinaryIO
 
 from pydantic import ValidationError
@@ -79,3 +81,33 @@ async def report_lines(stream: BinaryIO, max_line: int = MAX_LINE_BYTES) -> Asyn
         if item is None:
             return
         yield item
+
+
+async def feed_until_done(handle: Callable[[Report], None], stream: BinaryIO) -> int:
+    """Give every report on `stream` to `handle` until end of input, SIGTERM or SIGINT.
+    Returns how many reports were handled.  Used by both pipeline front ends."""
+    loop = asyncio.get_running_loop()
+    done = asyncio.Event()
+    loop.add_signal_handler(signal.SIGTERM, done.set)
+    loop.add_signal_handler(signal.SIGINT, done.set)
+    count = 0
+
+    async def consume() -> None:
+        nonlocal count
+        async for report in report_lines(stream):
+            handle(report)
+            count += 1
+
+    reader = asyncio.create_task(consume())
+    waiter = asyncio.create_task(done.wait())
+    await asyncio.wait({reader, waiter}, return_when=asyncio.FIRST_COMPLETED)
+    reader.cancel()
+    waiter.cancel()
+    log.info("%s after %d reports", "end of input" if reader.done() and not done.is_set() else "stopped", count)
+    return count
+
+
+def configure_logging(program: str, verbosity: int) -> None:
+    levels = {0: logging.CRITICAL + 10, 1: logging.ERROR, 2: logging.WARNING, 3: logging.INFO, 4: logging.DEBUG}
+    logging.basicConfig(level=levels[verbosity], stream=sys.stderr,
+                        format=f"%(asctime)s {program} %(levelname)s: %(message)s")

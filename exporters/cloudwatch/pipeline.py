@@ -10,12 +10,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
-import signal
 import sys
 import time
 
 from exporters.cloudwatch.options import add_tuning, duration, env_namespace, env_region, flush_interval
-from exporters.lines import report_lines
+from exporters.lines import configure_logging, feed_until_done
 from neuron_monitor.selfstats import DaemonStats
 
 log = logging.getLogger("neuron-monitor-cloudwatch")
@@ -47,21 +46,8 @@ async def run(args: argparse.Namespace) -> int:
                           max_buffer=args.buffer, high_resolution=args.high_resolution)
     builder = DatumBuilder(Options(args.per_application, args.per_core, args.per_device))
     publisher.start()
-    done = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    loop.add_signal_handler(signal.SIGTERM, done.set)
-    loop.add_signal_handler(signal.SIGINT, done.set)
-
-    async def consume() -> None:
-        async for report in report_lines(sys.stdin.buffer):
-            publisher.submit(builder.build(report, time.time()))
-            stats.reports_total += 1
-
-    reader = asyncio.create_task(consume())
-    waiter = asyncio.create_task(done.wait())
-    await asyncio.wait({reader, waiter}, return_when=asyncio.FIRST_COMPLETED)
-    reader.cancel()
-    waiter.cancel()
+    stats.reports_total = await feed_until_done(
+        lambda report: publisher.submit(builder.build(report, time.time())), sys.stdin.buffer)
     await publisher.stop(args.flush_deadline)
     log.info("%d reports, %d requests, %d data points dropped", stats.reports_total, publisher.requests_sent,
              publisher.datums_dropped)
@@ -70,9 +56,7 @@ async def run(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
-    levels = {0: logging.CRITICAL + 10, 1: logging.ERROR, 2: logging.WARNING, 3: logging.INFO, 4: logging.DEBUG}
-    logging.basicConfig(level=levels[args.verbose], stream=sys.stderr,
-                        format="%(asctime)s neuron-monitor-cloudwatch %(levelname)s: %(message)s")
+    configure_logging("neuron-monitor-cloudwatch", args.verbose)
     raise SystemExit(asyncio.run(run(args)))
 
 

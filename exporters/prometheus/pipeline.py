@@ -10,14 +10,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
-import signal
 import sys
 import time
 
-from exporters.lines import report_lines
+from exporters.lines import configure_logging, feed_until_done
 from exporters.prometheus.exposition import Exposition
 from exporters.prometheus.options import basic_auth, port_number, tls_files
 from exporters.prometheus.server import MetricsServer
+from neuron_monitor.report import Report
 from neuron_monitor.selfstats import DaemonStats
 
 log = logging.getLogger("neuron-monitor-prometheus")
@@ -41,36 +41,24 @@ async def serve(args: argparse.Namespace) -> int:
     server = MetricsServer(exposition, stats, args.address, args.port,
                            tls=tls_files(args.cert_file, args.key_file), auth=basic_auth(args.web_config))
     await server.start()
-    loop = asyncio.get_running_loop()
-    done = asyncio.Event()
-    loop.add_signal_handler(signal.SIGTERM, done.set)
-    loop.add_signal_handler(signal.SIGINT, done.set)
 
-    async def consume() -> None:
-        async for report in report_lines(sys.stdin.buffer):
-            exposition.update(report)
-            stats.reports_total += 1
-            stats.last_report_monotonic = time.monotonic()
-            periods = [g.period for g in (report.system_data.vcpu_usage, report.system_data.memory_info,
-                                          report.system_data.neuron_hw_counters) if g is not None and g.period > 0]
-            if periods:
-                stats.shortest_period_s = min(periods)
-        log.info("end of input after %d reports", stats.reports_total)
+    def handle(report: Report) -> None:
+        exposition.update(report)
+        stats.reports_total += 1
+        stats.last_report_monotonic = time.monotonic()
+        periods = [g.period for g in (report.system_data.vcpu_usage, report.system_data.memory_info,
+                                      report.system_data.neuron_hw_counters) if g is not None and g.period > 0]
+        if periods:
+            stats.shortest_period_s = min(periods)
 
-    reader = asyncio.create_task(consume())
-    waiter = asyncio.create_task(done.wait())
-    await asyncio.wait({reader, waiter}, return_when=asyncio.FIRST_COMPLETED)
-    reader.cancel()
-    waiter.cancel()
+    await feed_until_done(handle, sys.stdin.buffer)
     await server.stop()
     return 0
 
 
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
-    levels = {0: logging.CRITICAL + 10, 1: logging.ERROR, 2: logging.WARNING, 3: logging.INFO, 4: logging.DEBUG}
-    logging.basicConfig(level=levels[args.verbose], stream=sys.stderr,
-                        format="%(asctime)s neuron-monitor-prometheus %(levelname)s: %(message)s")
+    configure_logging("neuron-monitor-prometheus", args.verbose)
     try:
         status = asyncio.run(serve(args))
     except ValueError as exc:
