@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import asyncio
 import os
+from typing import TYPE_CHECKING
 
-import aiohttp
+if TYPE_CHECKING:
+    import aiohttp
 
 from neuron_monitor.report import InstanceInfo
 
@@ -47,6 +49,8 @@ async def fetch_instance_info(endpoint: str | None = None, budget_s: float = TOT
     """Never raises: every failure becomes `InstanceInfo.error`."""
     if metadata_disabled():
         return InstanceInfo(error="instance metadata disabled (AWS_EC2_METADATA_DISABLED)")
+    import aiohttp  # only when metadata is really fetched: aiohttp's client costs ~0.1 s of start-up
+
     base = (endpoint or metadata_endpoint()) + "/latest"
     timeout = aiohttp.ClientTimeout(total=budget_s, sock_connect=CONNECT_TIMEOUT_S)
     try:

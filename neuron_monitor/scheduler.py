@@ -46,7 +46,7 @@ T = TypeVar("T")
 
 # The first report comes this soon after start-up (or after one period, if shorter): long
 # enough to measure rates over, short enough that users see output at once.
-FIRST_REPORT_DELAY_S = 0.25
+FIRST_REPORT_DELAY_S = 0.1
 # Event-loop timers may fire a little early (uvloop rounds to milliseconds): a job due
 # within this much of now counts as due, rather than costing an extra wake-up.
 DUE_TOLERANCE_S = 0.002

@@ -55,7 +55,7 @@ async def test_thousand_one_second_periods_do_not_drift() -> None:
 
     def publish(report: Report) -> None:
         reports.append((clock.t, report))
-        if len(reports) == 1001:  # the first report after 0.25 s, then one a second
+        if len(reports) == 1001:  # the first report after 0.1 s, then one a second
             stop.set()
 
     scheduler._publish = publish
@@ -82,12 +82,12 @@ async def test_groups_run_on_their_own_periods() -> None:
     stop.set()
     await task
     times = [round(t - 1000.0, 3) for t, _ in reports]
-    assert times == [0.25, 0.5, 1.0, 1.5, 2.0, 2.5, 3.0, 3.5, 4.0]
+    assert times == [0.1, 0.5, 1.0, 1.5, 2.0, 2.5, 3.0, 3.5, 4.0]
     nc_periods = [
         nc.period for _, r in reports
         if r.neuron_runtime_data and (nc := r.neuron_runtime_data[0].report.neuroncore_counters) is not None
     ]
-    assert nc_periods[:3] == [0.25, 0.25, 0.25]  # unchanged until the group runs again
+    assert nc_periods[:3] == [0.1, 0.1, 0.1]  # unchanged until the group runs again
     assert nc_periods[-1] == 2.0
     # the backend was asked only for what the due groups need (asked[0] is the baseline)
     assert frozenset({Need.CORES, Need.APPLICATIONS}) <= backend.asked[5]  # t=2.0: both due

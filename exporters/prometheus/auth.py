@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
+import functools
 import hashlib
 import hmac
 from pathlib import Path
@@ -21,8 +22,13 @@ from pathlib import Path
 import bcrypt
 import yaml
 
-_DUMMY_HASH = bcrypt.hashpw(b"not-a-password", bcrypt.gensalt(rounds=10))
 MAX_CACHE = 64
+
+
+@functools.cache
+def _dummy_hash() -> bytes:
+    # Made on first use, not at import: a bcrypt hash costs tens of milliseconds of start-up.
+    return bcrypt.hashpw(b"not-a-password", bcrypt.gensalt(rounds=10))
 
 
 class WebConfigError(Exception):
@@ -73,7 +79,7 @@ class BasicAuth:
         if cached is not None and hmac.compare_digest(cached, digest):
             return True
         hashed = self._users.get(user)
-        ok = await asyncio.to_thread(bcrypt.checkpw, password.encode(), hashed or _DUMMY_HASH)
+        ok = await asyncio.to_thread(bcrypt.checkpw, password.encode(), hashed or _dummy_hash())
         ok = ok and hashed is not None
         if ok:
             if len(self._cache) >= MAX_CACHE:

@@ -5,7 +5,8 @@ from __future__ import annotations
 from exporters.base import Exporter, ExporterContext
 from exporters.prometheus.auth import BasicAuth
 from exporters.prometheus.exposition import Exposition
-from exporters.prometheus.server import MetricsServer, TlsFiles
+from exporters.prometheus.options import TlsFiles
+from exporters.prometheus.server import MetricsServer
 from neuron_monitor.report import Report
 
 

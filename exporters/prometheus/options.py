@@ -3,9 +3,17 @@
 from __future__ import annotations
 
 import argparse
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from exporters.prometheus.auth import BasicAuth, WebConfigError
-from exporters.prometheus.server import TlsFiles
+if TYPE_CHECKING:
+    from exporters.prometheus.auth import BasicAuth
+
+
+@dataclass(frozen=True, slots=True)
+class TlsFiles:
+    cert_file: str
+    key_file: str
 
 
 def port_number(text: str) -> int:
@@ -27,6 +35,8 @@ def tls_files(cert: str | None, key: str | None) -> TlsFiles | None:
 def basic_auth(path: str | None) -> BasicAuth | None:
     if not path:
         return None
+    from exporters.prometheus.auth import BasicAuth, WebConfigError
+
     try:
         return BasicAuth.from_file(path)
     except WebConfigError as exc:

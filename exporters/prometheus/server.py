@@ -12,12 +12,12 @@ import logging
 import os
 import ssl
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 
 from aiohttp import web
 
 from exporters.prometheus.auth import BasicAuth
 from exporters.prometheus.exposition import Exposition
+from exporters.prometheus.options import TlsFiles
 from neuron_monitor.selfstats import DaemonStats
 
 log = logging.getLogger(__name__)
@@ -32,12 +32,6 @@ MAX_FIELD = 4096
 MAX_HEADERS = 32
 PATHS = ("/metrics", "/healthz", "/ready")
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
-
-
-@dataclass(frozen=True, slots=True)
-class TlsFiles:
-    cert_file: str
-    key_file: str
 
 
 class ReloadingTls:
