@@ -52,18 +52,7 @@ class Floor:
 
     def __init__(self, sysfs: str, devfs: str) -> None:
         backend = SysfsBackend(sysfs, "/proc", devfs)
-        self.paths: list[str] = []
-        for dev in backend._devices:  # the same file list the backend reads
-            stats = os.path.join(dev.path, "stats")
-            self.paths += [os.path.join(stats, "hardware", n) for n in dev.hardware_stats]
-            self.paths += [os.path.join(stats, "memory_usage", "host_mem", c, "present") for c in dev.host_categories]
-            for core in dev.cores:
-                cs = os.path.join(core.path, "stats")
-                self.paths += [os.path.join(cs, "other_info", n, "total") for n in ("nc_time_in_use", "flop_count")]
-                self.paths += [os.path.join(cs, "status", n, "total") for n in core.status_names]
-                self.paths += [os.path.join(cs, "memory_usage", "device_mem", c, "present")
-                               for c in core.memory_categories]
-                self.paths.append(os.path.join(cs, "memory_usage", "host_mem", "present"))
+        self.paths = backend.counter_paths()  # exactly the files the daemon reads each cycle
         backend.close()
         # Descriptors opened once; past the process's descriptor limit (64 emulated devices have
         # ~20,000 files) the remaining files are opened on each read, as the daemon does.

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from neuron_monitor.backends.base import CounterSet
+
 # execution_summary field -> driver status counters summed into it
 EXECUTION_SUMMARY_SOURCES: Mapping[str, tuple[str, ...]] = {
     "completed": ("success",),
@@ -90,14 +92,30 @@ LEGACY_STATUS_COUNTERS: tuple[str, ...] = (
 )
 
 
+_Plan = tuple[tuple[tuple[str, tuple[int, ...]], ...], tuple[tuple[str, tuple[int, ...]], ...]]
+_plans: dict[tuple[str, ...], _Plan] = {}
+
+
+def _plan(names: tuple[str, ...]) -> _Plan:
+    """For one counter listing: the positions summed into each summary field."""
+    plan = _plans.get(names)
+    if plan is None:
+        position = {n: i for i, n in enumerate(names)}
+
+        def fields(sources: Mapping[str, tuple[str, ...]]) -> tuple[tuple[str, tuple[int, ...]], ...]:
+            return tuple((f, tuple(position[s] for s in srcs if s in position)) for f, srcs in sources.items())
+
+        if len(_plans) >= 256:  # a few driver listings in practice; bounded regardless
+            _plans.clear()
+        plan = _plans[names] = (fields(EXECUTION_SUMMARY_SOURCES), fields(ERROR_SUMMARY_SOURCES))
+    return plan
+
+
 def summarize(deltas: Mapping[str, int]) -> tuple[dict[str, int], dict[str, int]]:
     """Per-period status counter deltas -> (execution_summary, error_summary) dicts."""
-    execution = {
-        name: sum(deltas.get(src, 0) for src in sources)
-        for name, sources in EXECUTION_SUMMARY_SOURCES.items()
-    }
-    errors = {
-        name: sum(deltas.get(src, 0) for src in sources)
-        for name, sources in ERROR_SUMMARY_SOURCES.items()
-    }
+    counters = CounterSet.of(deltas)
+    values = counters.counts
+    execution_plan, error_plan = _plan(counters.names)
+    execution = {f: sum([values[i] for i in idx]) for f, idx in execution_plan}
+    errors = {f: sum([values[i] for i in idx]) for f, idx in error_plan}
     return execution, errors

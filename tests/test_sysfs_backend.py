@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from neuron_monitor.backends.base import BackendUnavailable, Need
+from neuron_monitor.backends.base import REPORTED_CORE_MEMORY, REPORTED_HOST_MEMORY, BackendUnavailable, Need
 from neuron_monitor.backends.sysfs import SysfsBackend
 from neuron_monitor.backends.sysfs.files import FileCache, ReadError, parse_counter
 from neuron_monitor.backends.sysfs.procfs import ProcessScanner
@@ -58,7 +58,8 @@ def test_captured_trees_parse_to_the_simulated_numbers(family: str) -> None:
         assert core.error == ""
         assert (core.busy_us, core.flops) == (want["busy_us"], want["flops"])
         assert dict(core.status) == want["status"]
-        assert dict(core.device_memory) == want["device_memory"]
+        # Only the categories the report has are read.
+        assert dict(core.device_memory) == {k: want["device_memory"][k] for k in REPORTED_CORE_MEMORY}
     device = snap.devices[0]
     ecc = expected["ecc"]
     if family == "inf1":  # inf1 has no stats/hardware
@@ -68,7 +69,7 @@ def test_captured_trees_parse_to_the_simulated_numbers(family: str) -> None:
             ecc["mem_ecc_uncorrected"], ecc["sram_ecc_uncorrected"], ecc["mem_ecc_repairable_uncorrected"])
         assert ecc["mem_ecc_uncorrected"] > 0
     assert device.mem_ecc_corrected == 0 and device.sram_ecc_corrected == 0  # the driver has no such counter
-    assert dict(device.host_memory) == expected["host_memory"]
+    assert dict(device.host_memory) == {k: expected["host_memory"][k] for k in REPORTED_HOST_MEMORY}
     backend.close()
 
 
@@ -210,3 +211,44 @@ def test_processes_of_other_users_are_counted_not_crashed_on(tree: Path) -> None
     finally:
         holder.kill()
         holder.wait()
+
+
+def test_scanner_confirms_known_applications_cheaply_and_notices_changes(tree: Path, tmp_path: Path) -> None:
+    """Known applications are confirmed by their stat (start time) each scan; their fds and
+    environment are looked at again only every recheck_s; a reused PID is a new process."""
+    proc = tmp_path / "proc"
+    dev = tree / "dev"
+    make_process(proc, dev, 100, [0], {"NEURON_PROCESS_TAG": "first"})
+    stat = proc / "100" / "stat"
+    stat.write_text("100 (app) S 1 1 1 0 -1 0 0 0 0 0 10 5 0 0 20 0 1 0 777 0\n")
+    now = [0.0]
+    scanner = ProcessScanner(str(proc), str(dev), recheck_s=10.0, clock=lambda: now[0])
+    [app] = scanner.scan()
+    assert (app.tag, app.cpu_user_s) == ("first", 10 / os.sysconf("SC_CLK_TCK"))
+
+    # CPU time moves; the environment changes on disk but is not re-read within recheck_s
+    stat.write_text("100 (app) S 1 1 1 0 -1 0 0 0 0 0 30 5 0 0 20 0 1 0 777 0\n")
+    (proc / "100" / "environ").write_bytes(b"NEURON_PROCESS_TAG=changed\0")
+    now[0] = 5.0
+    [app] = scanner.scan()
+    assert (app.tag, app.cpu_user_s) == ("first", 30 / os.sysconf("SC_CLK_TCK"))
+
+    # the PID is reused by another process (another start time): inspected afresh at once
+    stat.write_text("100 (other) S 1 1 1 0 -1 0 0 0 0 0 1 1 0 0 20 0 1 0 999 0\n")
+    now[0] = 6.0
+    [app] = scanner.scan()
+    assert app.tag == "changed"
+
+    # it closes its device but keeps running: gone from the list after recheck_s
+    for link in (proc / "100" / "fd").iterdir():
+        if "neuron" in os.readlink(link):
+            link.unlink()
+    now[0] = 15.0
+    assert [a.pid for a in scanner.scan()] == [100]
+    now[0] = 16.5
+    assert scanner.scan() == []
+
+    # it exits: nothing is remembered of it
+    shutil.rmtree(proc / "100")
+    now[0] = 30.0
+    assert scanner.scan() == [] and not scanner._known

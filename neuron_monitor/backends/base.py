@@ -16,9 +16,9 @@ cores 2L and 2L+1.  `HardwareReading.physical_cores_of(L)` gives the mapping.
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol, runtime_checkable
+from typing import ClassVar, Protocol, runtime_checkable
 
 
 class Need(enum.Enum):
@@ -47,6 +47,15 @@ DEVICE_MEMORY_CATEGORIES: tuple[str, ...] = (
     "dma_rings",
     "uncategorized",
 )
+# The device-memory categories the report has (`neuroncore_memory_usage`); backends read
+# only these: the driver's other categories have no place in the report.
+REPORTED_CORE_MEMORY: tuple[str, ...] = (
+    "constants",
+    "model_code",
+    "model_shared_scratchpad",
+    "runtime_memory",
+    "tensors",
+)
 # Host-memory categories (stats/memory_usage/host_mem/<cat>), per device.
 HOST_MEMORY_CATEGORIES: tuple[str, ...] = (
     "application_memory",
@@ -58,6 +67,11 @@ HOST_MEMORY_CATEGORIES: tuple[str, ...] = (
     "dma_rings",
     "uncategorized",
 )
+
+
+# The host-memory categories the report has (`usage_breakdown.host`); likewise the only
+# ones read.
+REPORTED_HOST_MEMORY: tuple[str, ...] = ("application_memory", "constants", "dma_buffers", "tensors")
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,6 +102,58 @@ class HardwareReading:
         return logical_core // self.logical_cores_per_device
 
 
+class CounterSet(Mapping[str, int]):
+    """Named counters kept as one tuple of values, with the tuple of names shared.
+
+    Every core of a device reports the same counters (the driver's folder listing), so
+    the sysfs backend builds one names tuple per layout and each reading is just a tuple
+    of counts (`counts`): two readings of a core are subtracted as whole vectors (`map` in C) instead of
+    name by name.  For everything else it is a read-only Mapping, equal to the dict with
+    the same items.
+    """
+
+    __slots__ = ("counts", "names")
+    # name -> position, per names tuple; there are only a few distinct tuples (one per
+    # driver version's counter listing), bounded anyway in case callers make many.
+    _positions: ClassVar[dict[tuple[str, ...], dict[str, int]]] = {}
+    _MAX_LAYOUTS: ClassVar[int] = 256
+
+    def __init__(self, names: tuple[str, ...], values: tuple[int, ...]) -> None:
+        if len(names) != len(values):
+            raise ValueError(f"{len(names)} names for {len(values)} values")
+        self.names = names
+        self.counts = values
+
+    @classmethod
+    def of(cls, counters: Mapping[str, int]) -> CounterSet:
+        if isinstance(counters, CounterSet):
+            return counters
+        return cls(tuple(counters), tuple(counters.values()))
+
+    def _position(self) -> dict[str, int]:
+        positions = self._positions.get(self.names)
+        if positions is None:
+            if len(self._positions) >= self._MAX_LAYOUTS:
+                self._positions.clear()
+            positions = self._positions[self.names] = {n: i for i, n in enumerate(self.names)}
+        return positions
+
+    def __getitem__(self, name: str) -> int:
+        return self.counts[self._position()[name]]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.names)
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    def __repr__(self) -> str:
+        return f"CounterSet({dict(zip(self.names, self.counts, strict=True))!r})"
+
+
+EMPTY_COUNTERS = CounterSet((), ())
+
+
 @dataclass(frozen=True, slots=True)
 class CoreReading:
     """Cumulative counters of one physical NeuronCore."""
@@ -97,8 +163,8 @@ class CoreReading:
     busy_us: int  # nc_time_in_use total, microseconds
     flops: int  # flop_count total
     status: Mapping[str, int]  # driver status counter name -> total
-    device_memory: Mapping[str, int] = field(default_factory=dict)  # category -> present bytes
-    host_memory: int = 0  # core's host_mem present bytes
+    # REPORTED_CORE_MEMORY category -> present bytes (the other categories are not read)
+    device_memory: Mapping[str, int] = field(default_factory=dict)
     error: str = ""  # non-empty when some file of this core could not be read
 
 
@@ -112,7 +178,8 @@ class DeviceReading:
     sram_ecc_corrected: int = 0
     sram_ecc_uncorrected: int = 0
     mem_ecc_repairable_uncorrected: int = 0
-    host_memory: Mapping[str, int] = field(default_factory=dict)  # category -> present bytes
+    # REPORTED_HOST_MEMORY category -> present bytes (the other categories are not read)
+    host_memory: Mapping[str, int] = field(default_factory=dict)
     error: str = ""
 
 

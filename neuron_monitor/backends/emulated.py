@@ -8,8 +8,11 @@ import time
 from collections.abc import Callable
 
 from neuron_monitor.backends.base import (
+    REPORTED_CORE_MEMORY,
+    REPORTED_HOST_MEMORY,
     AppReading,
     CoreReading,
+    CounterSet,
     DeviceReading,
     HardwareReading,
     Need,
@@ -18,6 +21,7 @@ from neuron_monitor.backends.base import (
 from neuron_monitor.backends.scenario import Scenario
 from neuron_monitor.backends.simulation import COUNTER_LIMIT, AppState, CoreState, Simulation
 from neuron_monitor.catalogue import InstanceType, instance_type
+from neuron_monitor.execution_mapping import STATUS_COUNTERS
 from neuron_monitor.report import InstanceInfo
 
 # Where each family is offered, with the zones of the emulated identity: (region, region's
@@ -103,9 +107,9 @@ class EmulatedBackend:
             status = {k: sim.seen(c.core, k, v) for k, v in c.status.items()}
         else:
             busy, flops, status = c.busy_us % COUNTER_LIMIT, c.flops % COUNTER_LIMIT, dict(c.status)
-        return CoreReading(core=c.core, device=c.device, busy_us=busy, flops=flops, status=status,
-                           device_memory=dict(c.device_memory) if memory else {},
-                           host_memory=c.host_memory if memory else 0)
+        return CoreReading(core=c.core, device=c.device, busy_us=busy, flops=flops,
+                           status=CounterSet(STATUS_COUNTERS, tuple(status[n] for n in STATUS_COUNTERS)),
+                           device_memory={k: c.device_memory[k] for k in REPORTED_CORE_MEMORY} if memory else {})
 
     def snapshot(self, needs: frozenset[Need], now: float) -> Snapshot:
         sim = self.simulation
@@ -125,7 +129,7 @@ class EmulatedBackend:
                     sram_ecc_corrected=d.ecc["sram_ecc_corrected"],
                     sram_ecc_uncorrected=d.ecc["sram_ecc_uncorrected"],
                     mem_ecc_repairable_uncorrected=d.ecc["mem_ecc_repairable_uncorrected"],
-                    host_memory=dict(d.host_memory),
+                    host_memory={k: d.host_memory[k] for k in REPORTED_HOST_MEMORY},
                 )
                 for d in sim.device_states() if d.device not in absent
             ]

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from operator import sub
 
-from neuron_monitor.backends.base import CoreReading
+from neuron_monitor.backends.base import EMPTY_COUNTERS, CoreReading, CounterSet
 from neuron_monitor.counters import counter_delta
 
 
@@ -13,8 +14,28 @@ from neuron_monitor.counters import counter_delta
 class CoreDelta:
     busy_us: int
     flops: int
-    status: dict[str, int]
+    status: CounterSet  # per-period increase of each status counter
     error: str = ""
+
+
+def vector_delta(previous: tuple[int, ...], current: tuple[int, ...]) -> tuple[int, ...]:
+    """Element-wise increases; the subtraction runs in C, drops (resets, wraps) go
+    through `counter_delta` only when one is seen."""
+    deltas = tuple(map(sub, current, previous))
+    if deltas and min(deltas) < 0:
+        deltas = tuple(map(counter_delta, previous, current))
+    return deltas
+
+
+def status_delta(previous: CounterSet, current: CounterSet) -> CounterSet:
+    if current.names == previous.names:  # the common case: the same driver listing
+        return CounterSet(current.names, vector_delta(previous.counts, current.counts))
+    # The listing changed (driver upgrade, a counter appeared): name by name; a counter
+    # seen for the first time counts from this reading on.
+    before = dict(zip(previous.names, previous.counts, strict=True))
+    return CounterSet(current.names, tuple(
+        counter_delta(before.get(name, value), value) for name, value in zip(current.names, current.counts,
+                                                                             strict=True)))
 
 
 class CoreDeltaTracker:
@@ -25,32 +46,30 @@ class CoreDeltaTracker:
     """
 
     def __init__(self, with_status: bool = True) -> None:
-        self._previous: dict[int, CoreReading] = {}
+        self._previous: dict[int, tuple[int, int, CounterSet]] = {}
         self._with_status = with_status  # utilization needs only busy time and flops
 
     def advance(self, cores: Mapping[int, CoreReading]) -> dict[int, CoreDelta]:
         deltas: dict[int, CoreDelta] = {}
+        previous = self._previous
+        with_status = self._with_status
         for index, current in cores.items():
-            prev = self._previous.get(index)
             if current.error:
-                deltas[index] = CoreDelta(0, 0, {}, current.error)
+                deltas[index] = CoreDelta(0, 0, EMPTY_COUNTERS, current.error)
                 continue  # keep the last good reading as the baseline
+            status = CounterSet.of(current.status) if with_status else EMPTY_COUNTERS
+            prev = previous.get(index)
             if prev is None:
-                deltas[index] = CoreDelta(0, 0, {})
+                deltas[index] = CoreDelta(0, 0, EMPTY_COUNTERS)
             else:
-                status: dict[str, int] = {}
-                if self._with_status:
-                    before = prev.status
-                    for name, value in current.status.items():
-                        old = before.get(name, value)
-                        # the common case inline; drops (resets, wraps) through counter_delta
-                        status[name] = value - old if value >= old else counter_delta(old, value)
+                busy, flops, prev_status = prev
                 deltas[index] = CoreDelta(
-                    counter_delta(prev.busy_us, current.busy_us),
-                    counter_delta(prev.flops, current.flops),
-                    status,
+                    counter_delta(busy, current.busy_us),
+                    counter_delta(flops, current.flops),
+                    status_delta(prev_status, status) if with_status else EMPTY_COUNTERS,
                 )
-            self._previous[index] = current
-        for gone in set(self._previous) - set(cores):
-            del self._previous[gone]
+            previous[index] = (current.busy_us, current.flops, status)
+        if len(previous) != len(cores):
+            for gone in set(previous) - set(cores):
+                del previous[gone]
         return deltas

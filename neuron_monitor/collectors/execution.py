@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from neuron_monitor.backends.base import AppReading, Need, Snapshot
+from neuron_monitor.backends.base import EMPTY_COUNTERS, AppReading, CounterSet, Need, Snapshot
 from neuron_monitor.collectors.base import RuntimeCollector, missing_part
 from neuron_monitor.collectors.core_deltas import CoreDelta, CoreDeltaTracker
 from neuron_monitor.counters import percentiles
@@ -25,6 +25,21 @@ from neuron_monitor.report import (
 )
 
 _POINTS = tuple(float(p[1:]) for p in PERCENTILES)
+
+
+def sum_counters(parts: Sequence[CounterSet]) -> CounterSet:
+    """The sum of several cores' counters: column by column when the cores share one
+    listing (always, on one driver), name by name otherwise."""
+    if not parts:
+        return EMPTY_COUNTERS
+    names = parts[0].names
+    if all(part.names == names for part in parts):
+        return CounterSet(names, tuple(map(sum, zip(*(part.counts for part in parts), strict=True))))
+    totals: dict[str, int] = {}
+    for part in parts:
+        for name, value in zip(part.names, part.counts, strict=True):
+            totals[name] = totals.get(name, 0) + value
+    return CounterSet.of(totals)
 
 
 def latency_percentiles(samples: Sequence[float]) -> LatencyPercentiles | None:
@@ -58,9 +73,9 @@ class ExecutionStatsCollector(RuntimeCollector):
     def _for_app(
         self, snapshot: Snapshot, app: AppReading, deltas: dict[int, CoreDelta], period: float
     ) -> ExecutionStats:
-        totals: dict[str, int] = {}
         errors: list[str] = []
         physical = sorted({p for lc in app.cores for p in snapshot.hardware.physical_cores_of(lc)})
+        counted: list[CounterSet] = []
         for p in physical:
             delta = deltas.get(p)
             if delta is None:
@@ -68,9 +83,9 @@ class ExecutionStatsCollector(RuntimeCollector):
                 continue
             if delta.error:
                 errors.append(delta.error)
-            for name, value in delta.status.items():
-                totals[name] = totals.get(name, 0) + value
-        execution, error_kinds = summarize(totals)
+            if delta.status:
+                counted.append(delta.status)
+        execution, error_kinds = summarize(sum_counters(counted))
         latency = LatencyStats()
         if app.latency is not None:
             first_sight = app.pid not in self._latency_seq

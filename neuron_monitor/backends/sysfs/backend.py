@@ -14,9 +14,12 @@ import os
 from collections.abc import Mapping
 
 from neuron_monitor.backends.base import (
+    EMPTY_COUNTERS,
+    REPORTED_HOST_MEMORY,
     AppReading,
     BackendUnavailable,
     CoreReading,
+    CounterSet,
     DeviceReading,
     HardwareReading,
     Need,
@@ -29,7 +32,25 @@ from neuron_monitor.backends.sysfs.tree import CoreLayout, DeviceLayout, device_
 log = logging.getLogger(__name__)
 
 _ECC_FILES = ("mem_ecc_uncorrected", "sram_ecc_uncorrected", "mem_ecc_repairable_uncorrected")
-_APP_HOST_CATEGORIES = ("application_memory", "constants", "dma_buffers", "tensors")
+
+
+def core_counter_paths(layout: CoreLayout) -> tuple[list[str], list[str]]:
+    """A core's files: (busy time, flops, then every status counter) and (device memory of
+    each reported category).  Only what the report uses is read."""
+    stats = os.path.join(layout.path, "stats")
+    other = os.path.join(stats, "other_info")
+    counters = [os.path.join(other, "nc_time_in_use", "total"), os.path.join(other, "flop_count", "total")]
+    counters += [os.path.join(stats, "status", name, "total") for name in layout.status_names]
+    mem_dir = os.path.join(stats, "memory_usage", "device_mem")
+    return counters, [os.path.join(mem_dir, c, "present") for c in layout.memory_categories]
+
+
+def device_counter_paths(layout: DeviceLayout) -> list[str]:
+    """A device's files: its ECC counters, then host memory of each reported category."""
+    stats = os.path.join(layout.path, "stats")
+    paths = [os.path.join(stats, "hardware", name) for name in _ECC_FILES if name in layout.hardware_stats]
+    paths += [os.path.join(stats, "memory_usage", "host_mem", c, "present") for c in layout.host_categories]
+    return paths
 
 
 class SysfsBackend:
@@ -82,13 +103,7 @@ class SysfsBackend:
     def _vectors_for(self, layout: CoreLayout) -> tuple[CounterVector, CounterVector]:
         vectors = self._core_vectors.get(layout.core)
         if vectors is None:
-            stats = os.path.join(layout.path, "stats")
-            other = os.path.join(stats, "other_info")
-            counters = [os.path.join(other, "nc_time_in_use", "total"), os.path.join(other, "flop_count", "total")]
-            counters += [os.path.join(stats, "status", name, "total") for name in layout.status_names]
-            mem_dir = os.path.join(stats, "memory_usage", "device_mem")
-            memory = [os.path.join(mem_dir, c, "present") for c in layout.memory_categories]
-            memory.append(os.path.join(stats, "memory_usage", "host_mem", "present"))
+            counters, memory = core_counter_paths(layout)
             vectors = self._core_vectors[layout.core] = (CounterVector(counters, self._files),
                                                          CounterVector(memory, self._files))
         return vectors
@@ -96,28 +111,23 @@ class SysfsBackend:
     def _core(self, layout: CoreLayout, counters: bool, memory: bool) -> CoreReading:
         counter_vec, memory_vec = self._vectors_for(layout)
         try:
-            busy = flops = host = 0
-            status: dict[str, int] = {}
+            busy = flops = 0
+            status = EMPTY_COUNTERS
             device_memory: dict[str, int] = {}
             if counters:
                 values = counter_vec.read()
                 busy, flops = values[0], values[1]
-                status = dict(zip(layout.status_names, values[2:], strict=True))
+                status = CounterSet(layout.status_names, tuple(values[2:]))
             if memory:
-                values = memory_vec.read()
-                device_memory = dict(zip(layout.memory_categories, values, strict=False))
-                host = values[-1]
+                device_memory = dict(zip(layout.memory_categories, memory_vec.read(), strict=True))
         except ReadError as exc:
-            return CoreReading(layout.core, layout.device, 0, 0, {}, error=str(exc))
-        return CoreReading(layout.core, layout.device, busy, flops, status, device_memory, host)
+            return CoreReading(layout.core, layout.device, 0, 0, EMPTY_COUNTERS, error=str(exc))
+        return CoreReading(layout.core, layout.device, busy, flops, status, device_memory)
 
     def _device(self, layout: DeviceLayout) -> DeviceReading:
         vector = self._device_vectors.get(layout.device)
         if vector is None:
-            stats = os.path.join(layout.path, "stats")
-            paths = [os.path.join(stats, "hardware", name) for name in _ECC_FILES if name in layout.hardware_stats]
-            paths += [os.path.join(stats, "memory_usage", "host_mem", c, "present") for c in layout.host_categories]
-            vector = self._device_vectors[layout.device] = CounterVector(paths, self._files)
+            vector = self._device_vectors[layout.device] = CounterVector(device_counter_paths(layout), self._files)
         try:
             values = vector.read()
         except ReadError as exc:
@@ -132,6 +142,17 @@ class SysfsBackend:
             mem_ecc_repairable_uncorrected=ecc.get("mem_ecc_repairable_uncorrected", 0),
             host_memory=host,
         )
+
+    def counter_paths(self) -> list[str]:
+        """Every file one snapshot of all parts reads each cycle (the benchmark's floor reads
+        exactly these)."""
+        paths: list[str] = []
+        for dev in self._devices:
+            paths += device_counter_paths(dev)
+            for core in dev.cores:
+                counters, memory = core_counter_paths(core)
+                paths += counters + memory
+        return paths
 
     # --- applications ---------------------------------------------------------------------
 
@@ -150,11 +171,8 @@ class SysfsBackend:
                 cores = tuple(c for d in proc.devices for c in range(d * per_device, (d + 1) * per_device))
             error = proc.error
             user = system = None
-            if Need.APP_CPU in needs:
-                try:
-                    user, system = self._scanner.cpu_seconds(proc.pid)
-                except (OSError, ValueError, IndexError) as exc:
-                    error = error or f"cannot read CPU times: {exc}"
+            if Need.APP_CPU in needs:  # read by the scan, with the check that the process is the same
+                user, system = proc.cpu_user_s, proc.cpu_system_s
             host = self._host_share(proc, devices, holders) if Need.APP_MEMORY in needs else None
             apps.append(AppReading(proc.pid, proc.tag, cores, error=error, cpu_user_s=user, cpu_system_s=system,
                                    host_memory=host, models=None, latency=None))
@@ -163,12 +181,12 @@ class SysfsBackend:
     @staticmethod
     def _host_share(proc: ProcessInfo, devices: Mapping[int, DeviceReading] | None,
                     holders: Mapping[int, int]) -> dict[str, int]:
-        share = dict.fromkeys(_APP_HOST_CATEGORIES, 0)
+        share = dict.fromkeys(REPORTED_HOST_MEMORY, 0)
         for d in proc.devices:
             reading = devices.get(d) if devices else None
             if reading is None or reading.error:
                 continue
-            for name in _APP_HOST_CATEGORIES:
+            for name in REPORTED_HOST_MEMORY:
                 share[name] += reading.host_memory.get(name, 0) // max(1, holders.get(d, 1))
         return share
 

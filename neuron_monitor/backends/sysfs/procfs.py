@@ -7,12 +7,13 @@ another user's fd links and environment needs root or CAP_SYS_PTRACE: a process 
 fds we cannot list cannot be recognised at all (they are counted and logged), one whose
 environment we cannot read is reported with an `error`.
 
-A process that was already running when it was first looked at, and opened a device only
-later, is noticed within `recheck_s` (10 s).
+What is re-read on each scan and what only every `recheck_s` (10 s) is explained on
+`ProcessScanner`.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import errno
 import logging
 import os
@@ -38,18 +39,54 @@ class ProcessInfo:
     tag: str
     visible_cores: tuple[int, ...] | None  # from NEURON_RT_VISIBLE_CORES
     error: str = ""
+    cpu_user_s: float | None = None  # cumulative, from /proc/PID/stat as of this scan
+    cpu_system_s: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class _Stat:
+    start: bytes  # start time since boot: a reused PID has a different one
+    user_s: float
+    system_s: float
+
+
+def parse_stat(raw: bytes) -> _Stat:
+    """/proc/PID/stat: the command name (field 2) may hold spaces and parentheses, so the
+    fields are counted from after the last ')'."""
+    fields = raw[raw.rindex(b")") + 2:].split()
+    start = fields[19] if len(fields) > 19 else b""
+    return _Stat(start, int(fields[11]) / CLOCK_TICKS, int(fields[12]) / CLOCK_TICKS)
+
+
+@dataclass(slots=True)
+class _Known:
+    info: ProcessInfo
+    start: bytes
+    inspected_at: float
 
 
 class ProcessScanner:
+    """Finds Neuron applications; cheap enough to run every second.
+
+    Listing a process's descriptors and reading its environment are most of a scan's
+    cost, so each is done once per `recheck_s` per process, not on every scan:
+      - a new process is inspected at once;
+      - a known Neuron application is confirmed on every scan by one read of its
+        /proc/PID/stat, which also gives its CPU time; the start time in it tells a
+        reused PID from the same process (then it is inspected afresh).  Its devices,
+        tag and cores are looked at again every `recheck_s`: an application that closes
+        its devices but keeps running leaves the report within that time;
+      - a process found not to use Neuron is looked at again after `recheck_s` (one
+        that opens a device later is noticed within that time).
+    """
+
     def __init__(self, procfs_root: str, devfs_root: str, recheck_s: float = 10.0,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self.procfs_root = procfs_root
-        # Listing every process's descriptors is most of a scan's cost.  A process found not
-        # to use Neuron is looked at again only after `recheck_s`; new processes and known
-        # Neuron applications are looked at on every scan.
         self.recheck_s = recheck_s
         self._clock = clock
         self._not_neuron: dict[str, float] = {}
+        self._known: dict[str, _Known] = {}
         # Links name the device as the process opened it: under our --devfs-path, or
         # /dev as seen inside the process's own mount namespace.
         self._device_dirs = {os.path.normpath(devfs_root), "/dev"}
@@ -66,9 +103,10 @@ class ProcessScanner:
         except OSError:
             return None  # exited meanwhile
         held: set[int] = set()
+        prefix = fd_dir + os.sep
         for fd in fds:
             try:
-                target = os.readlink(os.path.join(fd_dir, fd))
+                target = os.readlink(prefix + fd)
             except OSError:
                 continue
             head, name = os.path.split(target)
@@ -76,6 +114,26 @@ class ProcessScanner:
             if match and head in self._device_dirs:
                 held.add(int(match.group(1)))
         return tuple(sorted(held))
+
+    def _stat(self, pid: str) -> _Stat | None:
+        try:
+            with open(os.path.join(self.procfs_root, pid, "stat"), "rb") as fh:
+                return parse_stat(fh.read(4096))
+        except (OSError, ValueError, IndexError):
+            return None  # exited (or a stat we cannot parse: treated as gone)
+
+    def _inspect(self, pid: str, now: float) -> ProcessInfo | None:
+        """A full look at one process; remembers the answer either way."""
+        stat = self._stat(pid)
+        devices = self._devices_held(pid) if stat is not None else None
+        if stat is None or not devices:
+            self._known.pop(pid, None)
+            self._not_neuron[pid] = now
+            return None
+        self._not_neuron.pop(pid, None)
+        info = self._describe(int(pid), devices)
+        self._known[pid] = _Known(info, stat.start, now)
+        return _with_cpu(info, stat)
 
     def scan(self) -> list[ProcessInfo]:
         self.uninspectable = 0
@@ -86,22 +144,30 @@ class ProcessScanner:
         found = []
         own = str(os.getpid())
         now = self._clock()
-        not_neuron = self._not_neuron
+        not_neuron, known, recheck = self._not_neuron, self._known, self.recheck_s
         for pid in pids:
             if pid == own:
                 continue
-            checked = not_neuron.get(pid)
-            if checked is not None and now - checked < self.recheck_s:
-                continue
-            devices = self._devices_held(pid)
-            if devices:
-                not_neuron.pop(pid, None)
-                found.append(self._describe(int(pid), devices))
+            entry = known.get(pid)
+            if entry is not None and now - entry.inspected_at < recheck:
+                stat = self._stat(pid)
+                if stat is not None and stat.start == entry.start:
+                    found.append(_with_cpu(entry.info, stat))
+                    continue
+                del known[pid]  # exited, or the PID now belongs to another process
             else:
-                not_neuron[pid] = now
+                checked = not_neuron.get(pid)
+                if checked is not None and now - checked < recheck:
+                    continue
+            info = self._inspect(pid, now)
+            if info is not None:
+                found.append(info)
+        if len(known) > len(found):  # forget applications that are gone
+            alive = {p.pid for p in found}
+            self._known = {pid: k for pid, k in known.items() if k.info.pid in alive}
         if len(not_neuron) > 2 * len(pids) + 64:  # forget processes that are gone
-            alive = set(pids)
-            self._not_neuron = {pid: t for pid, t in not_neuron.items() if pid in alive}
+            listed = set(pids)
+            self._not_neuron = {pid: t for pid, t in not_neuron.items() if pid in listed}
         if self.uninspectable and not self._warned:
             log.warning("%d processes could not be inspected (their fds are not readable: run as root or with "
                         "CAP_SYS_PTRACE to see Neuron applications of other users)", self.uninspectable)
@@ -133,7 +199,9 @@ class ProcessScanner:
     def cpu_seconds(self, pid: int) -> tuple[float, float]:
         """(user, system) CPU seconds of a process from /proc/PID/stat."""
         with open(os.path.join(self.procfs_root, str(pid), "stat"), "rb") as fh:
-            raw = fh.read(4096)
-        # The command name (field 2) may contain spaces and parentheses: split after the last ')'.
-        fields = raw[raw.rindex(b")") + 2:].split()
-        return int(fields[11]) / CLOCK_TICKS, int(fields[12]) / CLOCK_TICKS
+            stat = parse_stat(fh.read(4096))
+        return stat.user_s, stat.system_s
+
+
+def _with_cpu(info: ProcessInfo, stat: _Stat) -> ProcessInfo:
+    return dataclasses.replace(info, cpu_user_s=stat.user_s, cpu_system_s=stat.system_s)

@@ -11,7 +11,7 @@ import os
 import re
 from dataclasses import dataclass
 
-from neuron_monitor.backends.base import DEVICE_MEMORY_CATEGORIES, HOST_MEMORY_CATEGORIES, HardwareReading
+from neuron_monitor.backends.base import REPORTED_CORE_MEMORY, REPORTED_HOST_MEMORY, HardwareReading
 from neuron_monitor.catalogue import architecture_for_arch_strings
 
 DEVICE_DIR = os.path.join("devices", "virtual", "neuron_device")
@@ -112,7 +112,7 @@ def discover(sysfs_root: str) -> tuple[list[DeviceLayout], HardwareReading]:
             cores=(),  # filled below, once the cores-per-device count is known
             hardware_stats=_entries(os.path.join(path, "stats", "hardware")),
             host_categories=tuple(c for c in _subdirs(os.path.join(path, "stats", "memory_usage", "host_mem"))
-                                  if c in HOST_MEMORY_CATEGORIES),
+                                  if c in REPORTED_HOST_MEMORY),
         ))
     laid_out = []
     for dev in devices:
@@ -127,7 +127,7 @@ def discover(sysfs_root: str) -> tuple[list[DeviceLayout], HardwareReading]:
                 status_names=_subdirs(os.path.join(core_path, "stats", "status")),
                 memory_categories=tuple(c for c in _subdirs(os.path.join(core_path, "stats", "memory_usage",
                                                                            "device_mem"))
-                                        if c in DEVICE_MEMORY_CATEGORIES),
+                                        if c in REPORTED_CORE_MEMORY),
             ))
         laid_out.append(DeviceLayout(dev.device, dev.path, tuple(cores), dev.hardware_stats, dev.host_categories))
     return laid_out, _hardware(laid_out, arch_strings, cores_per_device, errors)
