@@ -55,7 +55,7 @@ class Floor:
         self.paths = backend.counter_paths()  # exactly the files the daemon reads each cycle
         backend.close()
         # Descriptors opened once; past the process's descriptor limit (64 emulated devices have
-        # ~20,000 files) the remaining files are opened on each read, as the daemon does.
+        # ~16,000 files) the remaining files are opened on each read, as the daemon does.
         self.fds: list[int] = []
         self.uncached: list[str] = []
         budget = resource.getrlimit(resource.RLIMIT_NOFILE)[0] - 512 - len(os.listdir("/proc/self/fd"))
@@ -111,11 +111,23 @@ def measure(devices: int, cycles: int) -> dict[str, Any]:
                 job.next_due = clock_t[0]
             loop.run_until_complete(scheduler.cycle())
 
-        wall, cpu = timed(cycle, cycles)
-        snap_wall, _ = timed(lambda: backend.snapshot(frozenset(Need), clock_t[0]), cycles)
-        backend.close()  # the floor gets the descriptors the backend had
         floor = Floor(tree.sysfs, tree.devfs)
-        floor_wall, floor_cpu = timed(floor.read, cycles)
+        # Interleaved, so the daemon's cycle and the floor see the same machine (a shared
+        # VM's speed drifts by tens of percent within a minute).
+        wall: list[float] = []
+        cpu: list[float] = []
+        snap_wall: list[float] = []
+        floor_wall: list[float] = []
+        floor_cpu: list[float] = []
+        for _ in range(cycles):
+            w, c = timed(cycle, 1)
+            wall += w
+            cpu += c
+            snap_wall += timed(lambda: backend.snapshot(frozenset(Need), clock_t[0]), 1)[0]
+            w, c = timed(floor.read, 1)
+            floor_wall += w
+            floor_cpu += c
+        backend.close()
         apps = len(scheduler.build_report().neuron_runtime_data)
         result = {
             "devices": devices, "cores": devices * 8, "applications": apps, "files": len(floor.paths),

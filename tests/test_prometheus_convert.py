@@ -89,6 +89,24 @@ def test_counters_add_each_new_collection_once(reports: list[Report]) -> None:
     assert totals[3] == sum(per_report)
 
 
+def test_unscraped_reports_still_count_and_a_report_renders_once(reports: list[Report]) -> None:
+    """Reports are accounted on arrival and rendered on the first scrape only: counters
+    over reports nobody scraped are exact, and many scrapes of one report render it once."""
+    expo = Exposition(DaemonStats())
+    for report in (reports[1], reports[2], reports[3]):
+        expo.update(report)  # nobody scrapes these
+    assert expo.renders == 0
+    bodies = [expo.body(openmetrics=om, compress=gz)[0] for om in (False, True) for gz in (False, True)] * 3
+    assert len(bodies) == 12 and expo.renders == 1
+    text = expo.body(openmetrics=False, compress=False)[0].decode()
+    completed = sum(v for lab, v in parse(text)["execution_status_total"] if lab["status_type"] == "completed")
+    assert completed == sum(e.report.execution_stats.execution_summary.completed
+                            for r in reports[1:] for e in r.neuron_runtime_data if e.report.execution_stats)
+    expo.update(reports[3])  # a new report: rendered afresh on the next scrape
+    expo.body(openmetrics=False, compress=False)
+    assert expo.renders == 2
+
+
 def test_gone_applications_and_failed_groups_disappear(reports: list[Report]) -> None:
     conv = ReportConverter()
     conv.convert(reports[1])

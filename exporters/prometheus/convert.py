@@ -59,33 +59,77 @@ def instance_label_pairs(report: Report) -> list[tuple[str, str]]:
 
 
 class ReportConverter:
+    """Counts every report into running totals (`account`), and builds the families of the
+    latest report on demand (`families`): a report that nobody scrapes costs only the
+    accounting."""
+
     def __init__(self) -> None:
-        # runtime tag -> counter family -> rendered labels -> running total
+        # runtime tag -> counter family -> kind (error type, status) -> running total
         self._runtime_totals: dict[str, dict[str, dict[str, float]]] = {}
         # which collections were already counted: per (tag, pid) for execution_stats, and the
         # system groups
         self._fresh = FreshnessTracker()
-        # system counters: family -> rendered labels -> running total
-        self._system_totals: dict[str, dict[str, float]] = {}
+        # system counters: (event, device) and device -> running total
+        self._ecc_totals: dict[tuple[str, int], float] = {}
+        self._repairable_totals: dict[int, float] = {}
+        self._context_switches = 0.0
 
     def convert(self, report: Report) -> list[Family]:
+        """Account for one report and return its families (the pipeline's and tests' entry)."""
+        self.account(report)
+        return self.families(report)
+
+    def account(self, report: Report) -> None:
+        """Add the report's new per-period counts to the counters' totals; forget what is gone."""
+        live_tags: set[str] = set()
+        live_keys: set[tuple[str, int]] = set()
+        for entry in report.neuron_runtime_data:
+            tag = entry.neuron_runtime_tag
+            live_tags.add(tag)
+            live_keys.add((tag, entry.pid))
+            ex = entry.report.execution_stats
+            if ex is None or ex.error:
+                continue
+            per_tag = self._runtime_totals.setdefault(tag, {})
+            errors = per_tag.setdefault("execution_errors", dict.fromkeys(ERROR_TYPES, 0.0))
+            statuses = per_tag.setdefault("execution_status", dict.fromkeys(EXECUTION_STATUSES, 0.0))
+            if self._fresh.is_new((tag, entry.pid), ex):
+                summary = ex.error_summary
+                for name in ERROR_TYPES:
+                    errors[name] += getattr(summary, name)
+                outcomes = ex.execution_summary
+                for name in EXECUTION_STATUSES:
+                    statuses[name] += getattr(outcomes, name)
+        sysd = report.system_data
+        hw = sysd.neuron_hw_counters
+        if hw is not None and not hw.error:
+            new_hw = self._fresh.is_new("hw", hw)
+            for dev in hw.neuron_devices:
+                index = dev.neuron_device_index
+                for event in ECC_EVENTS:
+                    key = (event, index)
+                    self._ecc_totals[key] = self._ecc_totals.get(key, 0) + (getattr(dev, event) if new_hw else 0)
+                self._repairable_totals[index] = self._repairable_totals.get(index, 0) + (
+                    dev.mem_ecc_repairable_uncorrected if new_hw else 0)
+        vcpu = sysd.vcpu_usage
+        if vcpu is not None and not vcpu.error and self._fresh.is_new("ctx", vcpu):
+            self._context_switches += vcpu.context_switch_count
+        # forget applications that are gone, so their series disappear
+        self._fresh.forget_except({*live_keys, "hw", "ctx"})
+        for tag in set(self._runtime_totals) - live_tags:
+            del self._runtime_totals[tag]
+
+    def families(self, report: Report) -> list[Family]:
+        """Every family of the latest report, counters at their accounted totals."""
         fams = _Families()
         inst = instance_label_pairs(report)
         inst_str = labels(inst)
         self._instance(fams, report, inst, inst_str)
         per_device = report.neuron_hardware_info.neuroncore_per_device_count or 1
-        live_tags: set[str] = set()
-        live_keys: set[tuple[str, int]] = set()
         for entry in report.neuron_runtime_data:
-            live_tags.add(entry.neuron_runtime_tag)
-            live_keys.add((entry.neuron_runtime_tag, entry.pid))
             self._runtime(fams, entry, inst, per_device)
         self._system(fams, report, inst_str)
         self._group_errors(fams, report, inst_str)
-        # forget applications that are gone, so their series disappear
-        self._fresh.forget_except({*live_keys, "hw", "ctx"})
-        for tag in set(self._runtime_totals) - live_tags:
-            del self._runtime_totals[tag]
         return list(fams.by_name.values())
 
     # --- instance ---------------------------------------------------------------------
@@ -154,24 +198,13 @@ class ReportConverter:
 
     def _execution(self, fams: _Families, entry: RuntimeEntry, ex: ExecutionStats, rt: list[tuple[str, str]],
                    rt_str: str) -> None:
-        fresh = self._fresh.is_new((entry.neuron_runtime_tag, entry.pid), ex)
-        per_tag = self._runtime_totals.setdefault(entry.neuron_runtime_tag, {})
-        errors = per_tag.setdefault("execution_errors", {})
-        statuses = per_tag.setdefault("execution_status", {})
-        err_values = ex.error_summary.model_dump()
-        status_values = ex.execution_summary.model_dump()
-        for name in ERROR_TYPES:
-            lab = labels([*rt, ("error_type", name)])
-            errors[lab] = errors.get(lab, 0) + (err_values[name] if fresh else 0)
-        for name in EXECUTION_STATUSES:
-            lab = labels([*rt, ("status_type", name)])
-            statuses[lab] = statuses.get(lab, 0) + (status_values[name] if fresh else 0)
+        per_tag = self._runtime_totals.get(entry.neuron_runtime_tag, {})
         err_fam = fams.get("execution_errors", "counter", "Execution errors by type")
         status_fam = fams.get("execution_status", "counter", "Executions by outcome")
-        for lab, value in errors.items():
-            err_fam.set(lab, value)
-        for lab, value in statuses.items():
-            status_fam.set(lab, value)
+        for name, value in per_tag.get("execution_errors", {}).items():
+            err_fam.set(f'{rt_str},error_type="{name}"', value)
+        for name, value in per_tag.get("execution_status", {}).items():
+            status_fam.set(f'{rt_str},status_type="{name}"', value)
         for fam_name, help_text, stats in (
             ("execution_latency_seconds", "Execution latency percentiles over the period",
              ex.latency_stats.total_latency),
@@ -191,21 +224,15 @@ class ReportConverter:
         sysd = report.system_data
         hw = sysd.neuron_hw_counters
         if hw is not None and not hw.error:
-            fresh = self._fresh.is_new("hw", hw)
-            totals = self._system_totals.setdefault("ecc", {})
-            repair = self._system_totals.setdefault("repairable", {})
             fam = fams.get("hardware_ecc_events", "counter", "ECC events of Neuron devices")
             repair_fam = fams.get("neuron_device_ecc_repairable_uncorrected", "counter",
                                   "Uncorrected device-memory ECC errors repaired by the device")
             for dev in hw.neuron_devices:
-                values = dev.model_dump()
+                index = dev.neuron_device_index
                 for event in ECC_EVENTS:
-                    lab = f'{inst_str},event_type="{event}",neuron_device_index="{dev.neuron_device_index}"'
-                    totals[lab] = totals.get(lab, 0) + (values[event] if fresh else 0)
-                    fam.set(lab, totals[lab])
-                lab = f'{inst_str},neuron_device_index="{dev.neuron_device_index}"'
-                repair[lab] = repair.get(lab, 0) + (dev.mem_ecc_repairable_uncorrected if fresh else 0)
-                repair_fam.set(lab, repair[lab])
+                    fam.set(f'{inst_str},event_type="{event}",neuron_device_index="{index}"',
+                            self._ecc_totals.get((event, index), 0))
+                repair_fam.set(f'{inst_str},neuron_device_index="{index}"', self._repairable_totals.get(index, 0))
         vcpu = sysd.vcpu_usage
         if vcpu is not None and not vcpu.error:
             fams.get("system_vcpu_count", "gauge", "Number of vCPUs").set(inst_str, len(vcpu.usage_data))
@@ -214,11 +241,8 @@ class ReportConverter:
             fam.set(f'{inst_str},usage_type="user"', round((avg.user + avg.nice) / 100.0, 6))
             busy_system = avg.system + avg.io_wait + avg.irq + avg.soft_irq
             fam.set(f'{inst_str},usage_type="system"', round(busy_system / 100.0, 6))
-            ctx = self._system_totals.setdefault("ctx", {inst_str: 0.0})
-            if self._fresh.is_new("ctx", vcpu):
-                ctx[inst_str] = ctx.get(inst_str, 0.0) + vcpu.context_switch_count
             fams.get("neuron_monitor_system_context_switches", "counter",
-                     "Context switches of the host counted by neuron-monitor").set(inst_str, ctx[inst_str])
+                     "Context switches of the host counted by neuron-monitor").set(inst_str, self._context_switches)
         mem = sysd.memory_info
         if mem is not None and not mem.error:
             for name, value in (("system_memory_total_bytes", mem.memory_total_bytes),

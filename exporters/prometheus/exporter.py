@@ -23,7 +23,7 @@ class PrometheusExporter(Exporter):
         await self.server.start()
 
     def publish(self, report: Report) -> None:
-        # Rendering here (a few ms for the largest instance) keeps scrapes to a lookup.
+        # Only accounting here; the first scrape of this report renders it (see Exposition).
         self.exposition.update(report)
         self.stats.published_total += 1
 

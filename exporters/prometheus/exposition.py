@@ -1,9 +1,11 @@
-"""The latest exposition, rendered once per report and served as bytes.
+"""The latest exposition, rendered at most once per report and served as bytes.
 
-Report-derived series are rendered when a report arrives (in both formats, gzip made on
-first request); the self-metrics are a few lines rendered per scrape and, for gzip, sent
-as a second gzip member (a gzip stream may hold several members; HTTP clients read them
-as one body).
+Each report is *accounted* when it arrives (counters add its new counts: that must happen
+for every report), but its series are built and rendered only when the first scrape for it
+comes, in the format that scrape asks for, and kept for the scrapes after it.  With a 1 s
+report period and Prometheus scraping every 15 s, most reports are never rendered.  The
+self-metrics are a few lines rendered per scrape and, for gzip, sent as a second gzip
+member (a gzip stream may hold several members; HTTP clients read them as one body).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from exporters.prometheus.convert import ReportConverter, instance_label_pairs
 from exporters.prometheus.families import (
     CONTENT_TYPE_OPENMETRICS,
     CONTENT_TYPE_TEXT,
+    Family,
     labels,
     render_openmetrics,
     render_text,
@@ -28,42 +31,61 @@ GZIP_LEVEL = 5
 
 @dataclass(slots=True)
 class _Rendered:
-    text: bytes = b""
-    openmetrics: bytes = b""
+    """The renderings of one report, made on first demand."""
+
+    families: list[Family] | None = None
+    text: bytes | None = None
+    openmetrics: bytes | None = None
     text_gz: bytes | None = None
     openmetrics_gz: bytes | None = None
-    series: int = 0
 
 
 class Exposition:
     def __init__(self, stats: DaemonStats) -> None:
         self.stats = stats
         self._converter = ReportConverter()
+        self._report: Report | None = None
         self._rendered = _Rendered()
         self._inst = ""
+        self.renders = 0  # reports rendered (for tests and the benchmark)
+
+    def update(self, report: Report) -> None:
+        self._converter.account(report)
+        self._report = report
+        self._inst = labels(instance_label_pairs(report))
+        self._rendered = _Rendered()
+
+    def _families(self) -> list[Family]:
+        r = self._rendered
+        if r.families is None:
+            r.families = self._converter.families(self._report) if self._report is not None else []
+            self.renders += 1
+        return r.families
 
     @property
     def series(self) -> int:
-        return self._rendered.series
+        return sum(len(f.samples) for f in self._families())
 
-    def update(self, report: Report) -> None:
-        families = self._converter.convert(report)
-        self._inst = labels(instance_label_pairs(report))
-        self._rendered = _Rendered(
-            text=render_text(families).encode(),
-            openmetrics=render_openmetrics(families, terminate=False).encode(),
-            series=sum(len(f.samples) for f in families),
-        )
+    def _static(self, openmetrics: bool) -> bytes:
+        r = self._rendered
+        if openmetrics:
+            if r.openmetrics is None:
+                r.openmetrics = render_openmetrics(self._families(), terminate=False).encode()
+            return r.openmetrics
+        if r.text is None:
+            r.text = render_text(self._families()).encode()
+        return r.text
 
     def body(self, openmetrics: bool, compress: bool) -> tuple[bytes, str]:
         """The response body and its content type."""
         r = self._rendered
+        static = self._static(openmetrics)
         fams = self_families(self.stats, self._inst)
         if openmetrics:
-            static, dynamic = r.openmetrics, render_openmetrics(fams).encode()
+            dynamic = render_openmetrics(fams).encode()
             ctype = CONTENT_TYPE_OPENMETRICS
         else:
-            static, dynamic = r.text, render_text(fams).encode()
+            dynamic = render_text(fams).encode()
             ctype = CONTENT_TYPE_TEXT
         if not compress:
             return static + dynamic, ctype

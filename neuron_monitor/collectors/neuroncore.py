@@ -39,24 +39,30 @@ class NeuronCoreCountersCollector(RuntimeCollector):
     ) -> NeuronCoreCounters:
         in_use: dict[str, NeuronCoreUsage] = {}
         errors: list[str] = []
+        split = bool(hw.logical_core_config)  # trn2: each logical core also shows its physical ones
+        # utilization_percent inlined: this runs for every core of every application each period
+        scale = 100.0 / (period * 1e6) if period > 0 else 0.0
         for logical in app.cores:
             physical = hw.physical_cores_of(logical)
-            parts = [deltas.get(p) for p in physical]
-            present = [d for d in parts if d is not None]
-            errors.extend(d.error for d in present if d.error)
-            if not present:
+            utils: list[float] = []
+            names: list[str] = []
+            flops = 0
+            for p in physical:
+                d = deltas.get(p)
+                if d is None:
+                    continue
+                if d.error:
+                    errors.append(d.error)
+                utils.append(round(min(100.0, max(0.0, d.busy_us * scale)), 2))
+                names.append(f"nc_v3.{p}")
+                flops += d.flops
+            if not utils:
                 errors.append(f"neuroncore {logical}: no counters")
                 continue
-            utils = [utilization_percent(d.busy_us, period) for d in present]
-            flops = sum(d.flops for d in present)
-            usage = NeuronCoreUsage(
+            in_use[str(logical)] = NeuronCoreUsage(
                 neuroncore_utilization=round(sum(utils) / len(utils), 2),
                 flops=int(flops / period) if period > 0 else 0,
+                v3d={n: V3dCore(neuroncore_utilization=u) for n, u in zip(names, utils, strict=True)}
+                if split else None,
             )
-            if hw.logical_core_config:
-                usage.v3d = {
-                    f"nc_v3.{p}": V3dCore(neuroncore_utilization=u)
-                    for p, u in zip(physical, utils, strict=False)
-                }
-            in_use[str(logical)] = usage
         return NeuronCoreCounters(period=period, neuroncores_in_use=in_use, error="; ".join(errors))

@@ -19,7 +19,6 @@ from neuron_monitor.backends.base import (
     AppReading,
     BackendUnavailable,
     CoreReading,
-    CounterSet,
     DeviceReading,
     HardwareReading,
     Need,
@@ -27,31 +26,20 @@ from neuron_monitor.backends.base import (
 )
 from neuron_monitor.backends.sysfs.files import CounterVector, FileCache, ReadError, raise_fd_limit
 from neuron_monitor.backends.sysfs.procfs import ProcessInfo, ProcessScanner
+from neuron_monitor.backends.sysfs.readings import (
+    BulkPlan,
+    core_counter_paths,
+    core_reading,
+    device_counter_paths,
+    device_reading,
+)
 from neuron_monitor.backends.sysfs.tree import CoreLayout, DeviceLayout, device_root, discover, list_devices
 
 log = logging.getLogger(__name__)
 
-_ECC_FILES = ("mem_ecc_uncorrected", "sram_ecc_uncorrected", "mem_ecc_repairable_uncorrected")
-
-
-def core_counter_paths(layout: CoreLayout) -> tuple[list[str], list[str]]:
-    """A core's files: (busy time, flops, then every status counter) and (device memory of
-    each reported category).  Only what the report uses is read."""
-    stats = os.path.join(layout.path, "stats")
-    other = os.path.join(stats, "other_info")
-    counters = [os.path.join(other, "nc_time_in_use", "total"), os.path.join(other, "flop_count", "total")]
-    counters += [os.path.join(stats, "status", name, "total") for name in layout.status_names]
-    mem_dir = os.path.join(stats, "memory_usage", "device_mem")
-    return counters, [os.path.join(mem_dir, c, "present") for c in layout.memory_categories]
-
-
-def device_counter_paths(layout: DeviceLayout) -> list[str]:
-    """A device's files: its ECC counters, then host memory of each reported category."""
-    stats = os.path.join(layout.path, "stats")
-    paths = [os.path.join(stats, "hardware", name) for name in _ECC_FILES if name in layout.hardware_stats]
-    paths += [os.path.join(stats, "memory_usage", "host_mem", c, "present") for c in layout.host_categories]
-    return paths
-
+# After the one-vector read of every file found a bad one, cores are read one by one (so
+# the error lands on the right core) for this many cycles before the fast read is tried again.
+BULK_PAUSE_CYCLES = 10
 
 class SysfsBackend:
     name = "sysfs"
@@ -72,6 +60,9 @@ class SysfsBackend:
         self._listing: list[tuple[int, str]] = []
         self._core_vectors: dict[int, tuple[CounterVector, CounterVector]] = {}
         self._device_vectors: dict[int, CounterVector] = {}
+        self._plans: dict[tuple[bool, bool, bool], BulkPlan] = {}
+        self._cycles = 0
+        self._bulk_paused_until = 0
         self._devices: list[DeviceLayout] = []
         self._hardware = HardwareReading("", "", 0, 0, 0, None)
         self._rediscover_if_changed()
@@ -92,6 +83,8 @@ class SysfsBackend:
         self._devices, self._hardware = discover(self._sysfs_root)
         self._core_vectors.clear()
         self._device_vectors.clear()
+        self._plans.clear()
+        self._bulk_paused_until = 0
         self._listing = listing
         if self._hardware.error:
             log.warning("device discovery: %s", self._hardware.error)
@@ -109,39 +102,42 @@ class SysfsBackend:
         return vectors
 
     def _core(self, layout: CoreLayout, counters: bool, memory: bool) -> CoreReading:
+        """One core on its own (the fallback when the bulk read found a bad file)."""
         counter_vec, memory_vec = self._vectors_for(layout)
         try:
-            busy = flops = 0
-            status = EMPTY_COUNTERS
-            device_memory: dict[str, int] = {}
-            if counters:
-                values = counter_vec.read()
-                busy, flops = values[0], values[1]
-                status = CounterSet(layout.status_names, tuple(values[2:]))
-            if memory:
-                device_memory = dict(zip(layout.memory_categories, memory_vec.read(), strict=True))
+            return core_reading(layout, counter_vec.read() if counters else None,
+                                memory_vec.read() if memory else None)
         except ReadError as exc:
             return CoreReading(layout.core, layout.device, 0, 0, EMPTY_COUNTERS, error=str(exc))
-        return CoreReading(layout.core, layout.device, busy, flops, status, device_memory)
 
     def _device(self, layout: DeviceLayout) -> DeviceReading:
         vector = self._device_vectors.get(layout.device)
         if vector is None:
             vector = self._device_vectors[layout.device] = CounterVector(device_counter_paths(layout), self._files)
         try:
-            values = vector.read()
+            return device_reading(layout, vector.read())
         except ReadError as exc:
             return DeviceReading(layout.device, error=str(exc))
-        ecc_names = [name for name in _ECC_FILES if name in layout.hardware_stats]
-        ecc = dict(zip(ecc_names, values, strict=False))
-        host = dict(zip(layout.host_categories, values[len(ecc_names):], strict=True))
-        return DeviceReading(
-            layout.device,
-            mem_ecc_uncorrected=ecc.get("mem_ecc_uncorrected", 0),
-            sram_ecc_uncorrected=ecc.get("sram_ecc_uncorrected", 0),
-            mem_ecc_repairable_uncorrected=ecc.get("mem_ecc_repairable_uncorrected", 0),
-            host_memory=host,
-        )
+
+    def _read_counters(self, counters: bool, memory: bool, devices: bool
+                       ) -> tuple[dict[int, CoreReading] | None, dict[int, DeviceReading] | None]:
+        """All wanted core and device files in one vector; core by core when that fails."""
+        key = (counters, memory, devices)
+        if self._bulk_paused_until <= self._cycles:
+            plan = self._plans.get(key)
+            if plan is None:
+                plan = self._plans[key] = BulkPlan.build(self._devices, self._files, counters, memory, devices)
+            try:
+                core_map, device_map = plan.read()
+                return (core_map if counters or memory else None), (device_map if devices else None)
+            except ReadError:
+                # Some file is bad: read core by core to pin the error on its own core or
+                # device, and do only that for a while (the fault may last).
+                self._bulk_paused_until = self._cycles + BULK_PAUSE_CYCLES
+        by_core = {c.core: self._core(c, counters, memory) for dev in self._devices for c in dev.cores} \
+            if counters or memory else None
+        by_device = {dev.device: self._device(dev) for dev in self._devices} if devices else None
+        return by_core, by_device
 
     def counter_paths(self) -> list[str]:
         """Every file one snapshot of all parts reads each cycle (the benchmark's floor reads
@@ -198,14 +194,16 @@ class SysfsBackend:
             self._rediscover_if_changed()
         except OSError as exc:  # the device folder itself vanished between listing and reading
             errors[Need.CORES] = errors[Need.DEVICES] = f"device discovery failed: {exc}"
+        self._cycles += 1
         counters = Need.CORES in needs
         memory = Need.CORE_MEMORY in needs
-        cores = None
-        if (counters or memory) and Need.CORES not in errors:
-            cores = {c.core: self._core(c, counters, memory) for dev in self._devices for c in dev.cores}
-        device_map = None
-        if Need.DEVICES in needs or Need.APP_MEMORY in needs:
-            device_map = {dev.device: self._device(dev) for dev in self._devices}
+        want_devices = Need.DEVICES in needs or Need.APP_MEMORY in needs
+        cores = device_map = None
+        if Need.CORES in errors:
+            if want_devices:
+                _, device_map = self._read_counters(False, False, True)
+        else:
+            cores, device_map = self._read_counters(counters, memory, want_devices)
         apps = None
         if Need.APPLICATIONS in needs:
             try:
