@@ -2,9 +2,10 @@
 results into the latest report.
 
 Each (group, period) pair is a *job*.  The loop sleeps until the earliest job is due,
-takes one backend snapshot covering what every due job needs, runs the due collectors
-concurrently (off the event loop, so a Prometheus scrape is never stuck behind a slow
-file read), stores their groups, and publishes one report.  Due times are anchored at
+takes one backend snapshot covering what every due job needs and runs the due collectors,
+all in one call off the event loop (so a Prometheus scrape is never stuck behind a file
+read; one thread hand-off per cycle, as the collectors gain nothing from running in
+parallel under the GIL), stores their groups, and publishes one report.  Due times are anchored at
 start-up (`t0 + k * period`), never `last + period`, so periods do not drift; a cycle
 that overruns skips the missed slots instead of bunching up.
 """
@@ -199,11 +200,9 @@ class Scheduler:
     async def _prime(self) -> None:
         """Take the baseline every job's deltas start from; schedule the first report."""
         self._t0 = self._clock.now()
-        needs = self._needs(self._jobs)
-        snapshot = await self._offload(self._backend.snapshot, needs, self._t0)
+        snapshot, _ = await self._offload(self._collect, self._jobs, self._t0)
         if snapshot.applications is not None:
             self._prune(snapshot.applications)
-        await self._run_jobs(self._jobs, snapshot, record=False)
         for job in self._jobs:
             job.last_at = snapshot.taken_at
             job.next_due = self._t0 + min(self._first_delay, job.period)
@@ -246,17 +245,12 @@ class Scheduler:
         now = self._clock.now()
         due = [job for job in self._jobs if job.next_due <= now + DUE_TOLERANCE_S]
         if due:
-            try:
-                snapshot = await self._offload(self._backend.snapshot, self._needs(due), now)
-            except Exception as exc:  # a backend must not raise, but if it does: every due group errs
-                log.exception("backend snapshot failed")
-                snapshot = Snapshot(taken_at=now, hardware=self._backend.hardware(),
-                                    errors={n: f"backend failed: {exc}" for n in Need})
+            snapshot, results = await self._offload(self._collect, due, now)
             if snapshot.applications is not None:
                 self._prune(snapshot.applications)
-            new_jobs = [j for j in due if j.last_at is None]
-            await self._run_jobs(due, snapshot, record=True, baseline_only=new_jobs)
-            for job in due:
+            for job, result in zip(due, results, strict=True):
+                if job.last_at is not None:  # a new job's first collection is its baseline only
+                    self._store(job, result)
                 job.last_at = snapshot.taken_at
                 k = math.floor((now + DUE_TOLERANCE_S - self._t0) / job.period) + 1
                 job.next_due = self._t0 + k * job.period
@@ -267,20 +261,19 @@ class Scheduler:
         self._publish(report)
         return report
 
-    async def _run_jobs(
-        self, jobs: Sequence[Job], snapshot: Snapshot, record: bool, baseline_only: Sequence[Job] = ()
-    ) -> None:
+    def _collect(
+        self, jobs: Sequence[Job], now: float
+    ) -> tuple[Snapshot, list[dict[int, MetricGroup] | MetricGroup]]:
+        """One snapshot for every due job, then each job's collector: all of it in one call
+        off the event loop (one thread hand-off per cycle, not one per group)."""
+        try:
+            snapshot = self._backend.snapshot(self._needs(jobs), now)
+        except Exception as exc:  # a backend must not raise, but if it does: every due group errs
+            log.exception("backend snapshot failed")
+            snapshot = Snapshot(taken_at=now, hardware=self._backend.hardware(),
+                                errors={n: f"backend failed: {exc}" for n in Need})
         apps = list(snapshot.applications or ())
-        results = await asyncio.gather(
-            *(self._offload(self._run_job, job, snapshot, apps) for job in jobs), return_exceptions=True
-        )
-        skip = {id(j) for j in baseline_only}
-        for job, result in zip(jobs, results, strict=True):
-            if isinstance(result, BaseException):  # _run_job catches; this is a last resort
-                log.error("job %s failed: %s", job.group, result)
-                continue
-            if record and id(job) not in skip:
-                self._store(job, result)
+        return snapshot, [self._run_job(job, snapshot, apps) for job in jobs]
 
     def _run_job(
         self, job: Job, snapshot: Snapshot, apps: Sequence[AppReading]

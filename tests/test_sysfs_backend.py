@@ -252,3 +252,40 @@ def test_scanner_confirms_known_applications_cheaply_and_notices_changes(tree: P
     shutil.rmtree(proc / "100")
     now[0] = 30.0
     assert scanner.scan() == [] and not scanner._known
+
+
+def test_scanner_reads_only_new_descriptors_of_large_processes(tree: Path, tmp_path: Path) -> None:
+    """A process with hundreds of descriptors is not readlinked in full every recheck: only
+    descriptor numbers that are new since the last look, and all of them every
+    full_recheck_s (a device opened under a reused number is noticed then)."""
+    proc = tmp_path / "proc"
+    dev = tree / "dev"
+    make_process(proc, dev, 700, [], {"HOME": "/"})
+    fd_dir = proc / "700" / "fd"
+    for n in range(100, 400):
+        os.symlink(f"/var/lib/data/{n}", fd_dir / str(n))
+    now = [0.0]
+    scanner = ProcessScanner(str(proc), str(dev), recheck_s=10.0, full_recheck_s=60.0, clock=lambda: now[0])
+    assert scanner.scan() == [] and scanner.links_read == 301
+    # a device opened under a new descriptor number: noticed at the next recheck, reading 1 link
+    os.symlink(str(dev / "neuron0"), fd_dir / "500")
+    now[0] = 10.0
+    before = scanner.links_read
+    [app] = scanner.scan()
+    assert app.devices == (0,) and scanner.links_read - before < 302 + 5  # one new link, then the full list once
+    # it closes it again; later a device comes under a *reused* number (fd 150)
+    (fd_dir / "500").unlink()
+    now[0] = 20.0
+    assert scanner.scan() == []
+    (fd_dir / "150").unlink()
+    os.symlink(str(dev / "neuron0"), fd_dir / "150")
+    seen_at = None
+    for t in range(30, 100, 10):
+        now[0] = float(t)
+        before = scanner.links_read
+        apps = scanner.scan()
+        if apps:
+            seen_at = t
+            break
+        assert scanner.links_read - before <= 1  # incremental looks read next to nothing
+    assert seen_at is not None and seen_at <= 20 + 60 + 10

@@ -10,7 +10,7 @@ from neuron_monitor.backends.base import EMPTY_COUNTERS, CoreReading, CounterSet
 from neuron_monitor.counters import counter_delta
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # not frozen: a frozen __init__ costs a setattr call per field, per core per cycle
 class CoreDelta:
     busy_us: int
     flops: int
@@ -53,22 +53,25 @@ class CoreDeltaTracker:
         deltas: dict[int, CoreDelta] = {}
         previous = self._previous
         with_status = self._with_status
+        of = CounterSet.of
         for index, current in cores.items():
             if current.error:
                 deltas[index] = CoreDelta(0, 0, EMPTY_COUNTERS, current.error)
                 continue  # keep the last good reading as the baseline
-            status = CounterSet.of(current.status) if with_status else EMPTY_COUNTERS
+            busy, flops = current.busy_us, current.flops
+            status = of(current.status) if with_status else EMPTY_COUNTERS
             prev = previous.get(index)
             if prev is None:
                 deltas[index] = CoreDelta(0, 0, EMPTY_COUNTERS)
             else:
-                busy, flops, prev_status = prev
+                prev_busy, prev_flops, prev_status = prev
+                # the common case inline; drops (resets, wraps) through counter_delta
                 deltas[index] = CoreDelta(
-                    counter_delta(busy, current.busy_us),
-                    counter_delta(flops, current.flops),
+                    busy - prev_busy if busy >= prev_busy else counter_delta(prev_busy, busy),
+                    flops - prev_flops if flops >= prev_flops else counter_delta(prev_flops, flops),
                     status_delta(prev_status, status) if with_status else EMPTY_COUNTERS,
                 )
-            previous[index] = (current.busy_us, current.flops, status)
+            previous[index] = (busy, flops, status)
         if len(previous) != len(cores):
             for gone in set(previous) - set(cores):
                 del previous[gone]

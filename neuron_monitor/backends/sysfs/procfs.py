@@ -59,6 +59,16 @@ def parse_stat(raw: bytes) -> _Stat:
 
 
 @dataclass(slots=True)
+class _NotNeuron:
+    """A process seen not to hold a Neuron device, and when to look again."""
+
+    next_at: float
+    start: bytes
+    full_at: float  # when its descriptors are next all looked at, not just the new ones
+    fds: frozenset[str] = frozenset()  # its descriptor numbers at the last look (large processes only)
+
+
+@dataclass(slots=True)
 class _Known:
     info: ProcessInfo
     start: bytes
@@ -77,23 +87,37 @@ class ProcessScanner:
         tag and cores are looked at again every `recheck_s`: an application that closes
         its devices but keeps running leaves the report within that time;
       - a process found not to use Neuron is looked at again after `recheck_s` (one
-        that opens a device later is noticed within that time).
+        that opens a device later is noticed within that time).  A process with many
+        descriptors (a database, a proxy: thousands) would cost thousands of readlinks
+        per look, so for one with more than `SMALL_FD_COUNT` only descriptor numbers that
+        are new since the last look are read, and all of them every `full_recheck_s`
+        (a device opened under a reused descriptor number is noticed within that time);
+      - first looks are spread over the recheck interval, so processes seen together at
+        start-up are not all looked at again in the same cycle.
     """
 
+    SMALL_FD_COUNT = 128
+
     def __init__(self, procfs_root: str, devfs_root: str, recheck_s: float = 10.0,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic, full_recheck_s: float = 60.0) -> None:
         self.procfs_root = procfs_root
         self.recheck_s = recheck_s
+        self.full_recheck_s = full_recheck_s
         self._clock = clock
-        self._not_neuron: dict[str, float] = {}
+        self._not_neuron: dict[str, _NotNeuron] = {}
         self._known: dict[str, _Known] = {}
         # Links name the device as the process opened it: under our --devfs-path, or
         # /dev as seen inside the process's own mount namespace.
         self._device_dirs = {os.path.normpath(devfs_root), "/dev"}
+        self._link_prefixes = tuple(os.path.join(d, "neuron") for d in self._device_dirs)
         self.uninspectable = 0
+        self.links_read = 0  # readlink calls made (for tests and the benchmark)
         self._warned = False
 
-    def _devices_held(self, pid: str) -> tuple[int, ...] | None:
+    def _devices_held(self, pid: str, seen: frozenset[str] = frozenset()
+                      ) -> tuple[tuple[int, ...], frozenset[str]] | None:
+        """The devices a process holds among its descriptors not in `seen`, and all its
+        descriptor numbers; None when its descriptors cannot be listed."""
         fd_dir = os.path.join(self.procfs_root, pid, "fd")
         try:
             fds = os.listdir(fd_dir)
@@ -102,18 +126,23 @@ class ProcessScanner:
             return None
         except OSError:
             return None  # exited meanwhile
+        names = frozenset(fds)
         held: set[int] = set()
         prefix = fd_dir + os.sep
-        for fd in fds:
+        prefixes = self._link_prefixes
+        for fd in names - seen if seen else fds:
             try:
                 target = os.readlink(prefix + fd)
             except OSError:
+                continue
+            if not target.startswith(prefixes):  # nearly every descriptor: decided in C
                 continue
             head, name = os.path.split(target)
             match = _DEVICE_LINK.fullmatch(name)
             if match and head in self._device_dirs:
                 held.add(int(match.group(1)))
-        return tuple(sorted(held))
+        self.links_read += len(fds) - (len(seen & names) if seen else 0)
+        return tuple(sorted(held)), names
 
     def _stat(self, pid: str) -> _Stat | None:
         try:
@@ -122,14 +151,30 @@ class ProcessScanner:
         except (OSError, ValueError, IndexError):
             return None  # exited (or a stat we cannot parse: treated as gone)
 
-    def _inspect(self, pid: str, now: float) -> ProcessInfo | None:
-        """A full look at one process; remembers the answer either way."""
+    def _inspect(self, pid: str, now: float, before: _NotNeuron | None) -> ProcessInfo | None:
+        """A look at one process; remembers the answer either way."""
         stat = self._stat(pid)
-        devices = self._devices_held(pid) if stat is not None else None
-        if stat is None or not devices:
+        if stat is None:  # exited
             self._known.pop(pid, None)
-            self._not_neuron[pid] = now
+            self._not_neuron.pop(pid, None)
             return None
+        seen: frozenset[str] = frozenset()
+        full_at = now + self.full_recheck_s
+        if before is not None and before.start == stat.start and now < before.full_at:
+            seen, full_at = before.fds, before.full_at  # the same process: only its new descriptors
+        found = self._devices_held(pid, seen)
+        if found is None or not found[0]:
+            # after a first look, the next looks are spread over the interval
+            spread = 0.5 + (int(pid) % 97) / 194 if before is None else 1.0
+            next_at = now + self.recheck_s * spread
+            fds = found[1] if found is not None and len(found[1]) > self.SMALL_FD_COUNT else frozenset()
+            self._known.pop(pid, None)
+            self._not_neuron[pid] = _NotNeuron(next_at, stat.start, full_at, fds)
+            return None
+        devices = found[0]
+        if seen:  # only new descriptors were read: the device list must cover all of them
+            full = self._devices_held(pid)
+            devices = full[0] if full is not None else devices
         self._not_neuron.pop(pid, None)
         info = self._describe(int(pid), devices)
         self._known[pid] = _Known(info, stat.start, now)
@@ -149,17 +194,18 @@ class ProcessScanner:
             if pid == own:
                 continue
             entry = known.get(pid)
+            before = None
             if entry is not None and now - entry.inspected_at < recheck:
                 stat = self._stat(pid)
                 if stat is not None and stat.start == entry.start:
                     found.append(_with_cpu(entry.info, stat))
                     continue
                 del known[pid]  # exited, or the PID now belongs to another process
-            else:
-                checked = not_neuron.get(pid)
-                if checked is not None and now - checked < recheck:
+            elif entry is None:
+                before = not_neuron.get(pid)
+                if before is not None and now < before.next_at:
                     continue
-            info = self._inspect(pid, now)
+            info = self._inspect(pid, now, before)
             if info is not None:
                 found.append(info)
         if len(known) > len(found):  # forget applications that are gone
