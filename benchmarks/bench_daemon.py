@@ -31,6 +31,24 @@ from benchmarks.bench_scrape import ENV, free_port, wait
 REPO = Path(__file__).resolve().parent.parent
 
 
+def floor_cpu(root: str, duration: float) -> dict[str, Any]:
+    """CPU of the floor (the same files read once a second by the simplest loop), as a
+    process beside the emulator, over the same kind of window as the daemon's."""
+    proc = subprocess.Popen([sys.executable, "-m", "benchmarks.floor_reader", f"{root}/sys", f"{root}/dev",
+                             str(duration + 5)], env=ENV)
+    try:
+        time.sleep(3)  # past its start-up
+        ps = psutil.Process(proc.pid)
+        start_cpu, started = ps.cpu_times(), time.monotonic()
+        time.sleep(duration)
+        end_cpu, elapsed = ps.cpu_times(), time.monotonic() - started
+        used = (end_cpu.user - start_cpu.user) + (end_cpu.system - start_cpu.system)
+        return {"cpu_percent_one_core": used / elapsed * 100, "seconds": round(elapsed, 1)}
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
 def run_daemon(root: str, duration: float, extra: list[str]) -> dict[str, Any]:
     port = free_port()
     cmd = [sys.executable, "-m", "neuron_monitor", "--backend", "sysfs", "--sysfs-path", f"{root}/sys",
@@ -88,6 +106,7 @@ def measure(duration: float) -> dict[str, Any]:
             while not os.path.exists(f"{root}/emulator.json"):
                 time.sleep(0.1)
             time.sleep(2)
+            results["floor: the same files read once a second"] = floor_cpu(root, duration)
             results["sysfs, Prometheus"] = run_daemon(root, duration, [])
             moto_port = free_port()
             moto = subprocess.Popen([str(Path(sys.executable).parent / "moto_server"), "-H", "127.0.0.1", "-p",

@@ -59,10 +59,15 @@ def table(r: dict[str, Any]) -> str:
                      f"{s['ratio_cycle_to_floor']:>12.2f} {s['ratio_snapshot_to_floor']:>11.2f}")
     lines += ["", "/metrics (1 and 10 concurrent scrapers)", bench_scrape.table(r["scrape"]), "",
               "daemon, steady state (sysfs, every group at 1 s, Prometheus scraped every 5 s)"]
+    floor = next((d for name, d in r["daemon"].items() if name.startswith("floor")), None)
     for name, d in r["daemon"].items():
-        if isinstance(d, dict):
+        if isinstance(d, dict) and "rss_mb_median" in d:
+            vs_floor = f"   ({d['cpu_percent_one_core'] / floor['cpu_percent_one_core']:.2f} x the floor)" \
+                if floor else ""
             lines.append(f"  {name:<32} CPU {d['cpu_percent_one_core']:.2f} % of a core   "
-                         f"RSS {d['rss_mb_median']:.1f} MB (max {d['rss_mb_max']:.1f})")
+                         f"RSS {d['rss_mb_median']:.1f} MB (max {d['rss_mb_max']:.1f}){vs_floor}")
+    if floor:
+        lines.append(f"  {'floor (same files, 1/s, a loop)':<32} CPU {floor['cpu_percent_one_core']:.2f} % of a core")
     lines.append(f"  pipeline ingest (neuron-monitor-prometheus): {r['daemon']['pipeline_reports_per_second']:.0f} "
                  "trn2.48xlarge reports/s")
     lines += ["", "start-up to the first report"]

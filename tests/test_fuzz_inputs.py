@@ -10,7 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from exporters.lines import parse_report_line
@@ -42,6 +42,8 @@ scenario_like = st.fixed_dictionaries({}, optional={
 
 @settings(max_examples=300, deadline=None)
 @given(st.one_of(json_values, scenario_like))
+# found by hypothesis: a lifetime so short that start + lifetime == start in floating point
+@example({"churn": {"applications_per_minute": 1.0, "lifetime_s": 3.6389435508479427e-242}})
 def test_scenario_parser_never_crashes(data: object) -> None:
     from neuron_monitor.backends.emulated import EmulatedBackend
 

@@ -343,7 +343,8 @@ class Churn(_Strict):
     """Short-lived applications starting and exiting all the time, on one core each."""
 
     applications_per_minute: float = Field(gt=0, le=600)
-    lifetime_s: float = Field(gt=0, le=3600)
+    # at least a millisecond: a shorter life vanishes when added to a start time (stop == start)
+    lifetime_s: float = Field(ge=0.001, le=3600)
     start_s: float = Field(default=0.0, ge=0)
     duration_s: float = Field(default=600.0, gt=0, le=86400)  # how long churn goes on (bounds the list)
 
