@@ -4,8 +4,8 @@ prometheus_client exporter on the same report and with Debian's prometheus-node-
 
     .venv/bin/python -m benchmarks.bench_scrape [--requests 400] [--json FILE]
 
-Every server runs in its own process; the client sends a bounded number of requests with
-1 and with 10 concurrent scrapers.
+Every server runs in its own process; the client scrapes with 1 and with 10 concurrent
+scrapers for at least 5 s each (several report periods), bounded in requests and time.
 """
 
 from __future__ import annotations
@@ -54,25 +54,29 @@ def pct(values: list[float], p: float) -> float:
     return ordered[min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1)))]
 
 
-async def scrape(url: str, concurrency: int, requests: int) -> dict[str, float]:
+async def scrape(url: str, concurrency: int, requests: int, min_seconds: float = 5.0) -> dict[str, float]:
+    """Scrape with `concurrency` clients until `requests` were made *and* `min_seconds` went by
+    (bounded by both: at most 20 x `requests`), so the window spans several report periods:
+    a few hundred requests take a fraction of a second and may miss every collection."""
     latencies: list[float] = []
     size = 0
     headers = {"Accept-Encoding": "identity"}
+    started = time.perf_counter()
+    cap = 20 * requests
     async with aiohttp.ClientSession() as session:
-        async def worker(n: int) -> None:
+        async def worker() -> None:
             nonlocal size
-            for _ in range(n):
+            while len(latencies) < cap and (len(latencies) < requests
+                                            or time.perf_counter() - started < min_seconds):
                 start = time.perf_counter()
                 async with session.get(url, headers=headers) as resp:
                     body = await resp.read()
                 latencies.append(time.perf_counter() - start)
                 size = len(body)
 
-        per = max(1, requests // concurrency)
-        await asyncio.gather(*(worker(per) for _ in range(concurrency)))
-    series = 0
+        await asyncio.gather(*(worker() for _ in range(concurrency)))
     return {"median_ms": statistics.median(latencies) * 1e3, "p99_ms": pct(latencies, 99) * 1e3,
-            "bytes": size, "requests": len(latencies), "series": series}
+            "bytes": size, "requests": len(latencies), "seconds": round(time.perf_counter() - started, 2)}
 
 
 def count_series(url: str) -> int:

@@ -11,7 +11,6 @@ import asyncio
 import contextlib
 import logging
 import signal
-import sys
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
@@ -27,12 +26,6 @@ log = logging.getLogger(__name__)
 
 SHUTDOWN_BUDGET_S = 2.0
 CYCLE_GRACE_S = 0.7
-# While the collection runs in its worker thread (pure Python, holding the GIL), the event
-# loop waits for the GIL to answer a scrape for up to the interpreter's switch interval:
-# 5 ms by default, which alone would make scrape latency under load 5 ms.  Half a
-# millisecond bounds that wait; the cost is a forced switch only when both threads want
-# to run (measured in benchmarks/bench_scrape.py, README "Performance").
-GIL_SWITCH_INTERVAL_S = 0.0005
 
 
 class StartupError(Exception):
@@ -95,7 +88,6 @@ class Daemon:
 
     async def run(self) -> int:
         self._install_signals()
-        sys.setswitchinterval(GIL_SWITCH_INTERVAL_S)
         context = ExporterContext(stats=self.stats, stop_requested=self.stop_requested)
         self._exporters = list(self._build_exporters(context))
         started: list[Exporter] = []

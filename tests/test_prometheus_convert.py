@@ -107,6 +107,19 @@ def test_unscraped_reports_still_count_and_a_report_renders_once(reports: list[R
     assert expo.renders == 2
 
 
+def test_served_bodies_are_kept_until_the_next_report_or_a_second(reports: list[Report]) -> None:
+    stats = DaemonStats()
+    expo = Exposition(stats)
+    expo.update(reports[1])
+    first, _ = expo.body(openmetrics=False, compress=False, now=100.0)
+    stats.reports_total = 41  # the daemon's own counters move ...
+    assert expo.body(openmetrics=False, compress=False, now=100.5)[0] is first  # ... a lookup within the TTL
+    later = expo.body(openmetrics=False, compress=False, now=101.1)[0].decode()
+    assert re.search(r"^neuron_monitor_reports_total\{[^}]*\} 41$", later, re.M)  # sampled again after it
+    expo.update(reports[2])  # a new report is served at once, whatever the TTL
+    assert expo.body(openmetrics=False, compress=False, now=101.2)[0].decode() != later
+
+
 def test_gone_applications_and_failed_groups_disappear(reports: list[Report]) -> None:
     conv = ReportConverter()
     conv.convert(reports[1])

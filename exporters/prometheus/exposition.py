@@ -11,7 +11,8 @@ member (a gzip stream may hold several members; HTTP clients read them as one bo
 from __future__ import annotations
 
 import gzip
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, field
 
 from exporters.prometheus.convert import ReportConverter, instance_label_pairs
 from exporters.prometheus.families import (
@@ -27,6 +28,8 @@ from neuron_monitor.report import Report
 from neuron_monitor.selfstats import DaemonStats
 
 GZIP_LEVEL = 5
+# How stale the self-metrics in a served body may be (they are sampled at most this often).
+SELF_METRICS_TTL_S = 1.0
 
 
 @dataclass(slots=True)
@@ -38,6 +41,8 @@ class _Rendered:
     openmetrics: bytes | None = None
     text_gz: bytes | None = None
     openmetrics_gz: bytes | None = None
+    # whole bodies, with the self-metrics: (openmetrics, compress) -> (made at, body)
+    bodies: dict[tuple[bool, bool], tuple[float, bytes]] = field(default_factory=dict)
 
 
 class Exposition:
@@ -76,19 +81,24 @@ class Exposition:
             r.text = render_text(self._families()).encode()
         return r.text
 
-    def body(self, openmetrics: bool, compress: bool) -> tuple[bytes, str]:
+    def body(self, openmetrics: bool, compress: bool, now: float | None = None) -> tuple[bytes, str]:
         """The response body and its content type."""
+        now = time.monotonic() if now is None else now
+        ctype = CONTENT_TYPE_OPENMETRICS if openmetrics else CONTENT_TYPE_TEXT
+        cached = self._rendered.bodies.get((openmetrics, compress))
+        if cached is not None and now - cached[0] < SELF_METRICS_TTL_S:
+            return cached[1], ctype
+        body = self._make_body(openmetrics, compress)
+        self._rendered.bodies[(openmetrics, compress)] = (now, body)
+        return body, ctype
+
+    def _make_body(self, openmetrics: bool, compress: bool) -> bytes:
         r = self._rendered
         static = self._static(openmetrics)
         fams = self_families(self.stats, self._inst)
-        if openmetrics:
-            dynamic = render_openmetrics(fams).encode()
-            ctype = CONTENT_TYPE_OPENMETRICS
-        else:
-            dynamic = render_text(fams).encode()
-            ctype = CONTENT_TYPE_TEXT
+        dynamic = (render_openmetrics(fams) if openmetrics else render_text(fams)).encode()
         if not compress:
-            return static + dynamic, ctype
+            return static + dynamic
         if openmetrics:
             if r.openmetrics_gz is None:
                 r.openmetrics_gz = gzip.compress(static, GZIP_LEVEL)
@@ -97,4 +107,4 @@ class Exposition:
             if r.text_gz is None:
                 r.text_gz = gzip.compress(static, GZIP_LEVEL)
             head = r.text_gz
-        return head + gzip.compress(dynamic, GZIP_LEVEL), ctype
+        return head + gzip.compress(dynamic, GZIP_LEVEL)
