@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 from neuron_monitor.backends.base import (
     AppReading,
     DeviceReading,
@@ -17,7 +20,14 @@ from neuron_monitor.collectors.hw_counters import HwCountersCollector
 from neuron_monitor.collectors.memory import MemoryUsedCollector
 from neuron_monitor.collectors.neuroncore import NeuronCoreCountersCollector
 from neuron_monitor.collectors.runtime_vcpu import RuntimeVcpuCollector
-from neuron_monitor.report import ExecutionStats, MemoryUsed, NeuronCoreCounters, RuntimeVcpuUsage, VcpuUsage
+from neuron_monitor.report import (
+    ExecutionStats,
+    MemoryInfo,
+    MemoryUsed,
+    NeuronCoreCounters,
+    RuntimeVcpuUsage,
+    VcpuUsage,
+)
 from tests.fakes import TRN1_LIKE, TRN2_LIKE, core
 
 
@@ -166,3 +176,48 @@ def test_memory_info_reads_the_host() -> None:
     group = MemoryInfoCollector().collect(snap(0), 1.0)
     data = group.model_dump()
     assert data["memory_total_bytes"] > data["memory_used_bytes"] > 0
+
+
+def test_proc_stat_and_meminfo_agree_with_psutil() -> None:
+    import psutil
+
+    from neuron_monitor.collectors.host import ProcStat, read_meminfo
+
+    stat = ProcStat()
+    mine = stat.per_cpu()
+    theirs = psutil.cpu_times(percpu=True)
+    assert len(mine) == len(theirs)
+    fields = ("user", "nice", "system", "idle", "iowait", "irq", "softirq")
+    # read a moment apart: the counters move by a tick or two at most
+    assert all(abs(m - getattr(t, f)) < 0.5 for m_cpu, t in zip(mine, theirs, strict=True)
+               for m, f in zip(m_cpu, fields, strict=True))
+    assert abs(stat.ctx_switches() - psutil.cpu_stats().ctx_switches) < 100_000
+    assert read_meminfo()["MemTotal"] == psutil.virtual_memory().total
+
+
+def test_proc_stat_parsing_of_a_captured_file(tmp_path: Path) -> None:
+    from neuron_monitor.collectors.host import ProcStat
+
+    stat = tmp_path / "stat"
+    stat.write_text("cpu  900 10 300 8000 40 0 30 5 0 0\n"
+                    "cpu0 400 5 100 4000 20 0 10 5 0 0\n"
+                    "cpu1 500 5 200 4000 20 0 20 0 0 0\n"
+                    "intr 123 4 5\nctxt 987654\nbtime 1700000000\nprocesses 4242\n")
+    reader = ProcStat(str(stat))
+    ticks = os.sysconf("SC_CLK_TCK")
+    cpus = reader.per_cpu()
+    assert cpus == [tuple(v / ticks for v in (400, 5, 100, 4000, 20, 0, 10)),
+                    tuple(v / ticks for v in (500, 5, 200, 4000, 20, 0, 20))]  # steal/guest left out
+    assert reader.ctx_switches() == 987654
+
+
+def test_memory_info_without_memavailable(tmp_path: Path) -> None:
+    from neuron_monitor.collectors.host import read_meminfo
+
+    meminfo = tmp_path / "meminfo"  # a kernel older than 3.14 has no MemAvailable
+    meminfo.write_text("MemTotal:  1000 kB\nMemFree:  200 kB\nBuffers:  100 kB\nCached:  300 kB\n"
+                       "SwapTotal:  500 kB\nSwapFree:  400 kB\nHugePages_Total:  0\n")
+    group = MemoryInfoCollector(meminfo=lambda: read_meminfo(str(meminfo))).collect(snap(0), 1.0)
+    assert isinstance(group, MemoryInfo)
+    assert (group.memory_total_bytes, group.memory_used_bytes) == (1_024_000, 409_600)
+    assert (group.swap_total_bytes, group.swap_used_bytes) == (512_000, 102_400)

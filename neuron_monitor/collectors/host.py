@@ -1,15 +1,17 @@
-"""System groups read from the host with psutil: `vcpu_usage` and `memory_info`.
+"""System groups read from the host: `vcpu_usage` and `memory_info`.
 
-These describe the machine the daemon runs on (or the host's /proc when it is mounted and
-psutil is pointed at it), whatever the device backend is.
+These describe the machine the daemon runs on, whatever the device backend is.  They read
+/proc/stat and /proc/meminfo directly, each once per collection: psutil reads /proc/stat
+once for the CPU times and again for the context switches, and /proc/meminfo twice plus
+/proc/vmstat for memory and swap (on a 192-vCPU trn2 that is 200 lines parsed twice a
+second for nothing).  The numbers are the ones psutil gives.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Sequence
 from typing import Any
-
-import psutil
 
 from neuron_monitor.backends.base import Snapshot
 from neuron_monitor.collectors.base import SystemCollector
@@ -27,7 +29,48 @@ _CPU_FIELDS = (
 
 
 def _times_tuple(times: Any) -> tuple[float, ...]:
+    if type(times) is tuple:  # ProcStat's readings are in _CPU_FIELDS order already
+        return times
     return tuple(float(getattr(times, src, 0.0)) for _, src in _CPU_FIELDS)
+
+
+class ProcStat:
+    """Per-CPU times (seconds, in _CPU_FIELDS order) and the context-switch count, from one
+    read of /proc/stat: `ctx_switches()` answers from the latest `per_cpu()` read."""
+
+    def __init__(self, path: str = "/proc/stat") -> None:
+        self.path = path
+        self._ticks = float(os.sysconf("SC_CLK_TCK"))
+        self._ctxt = 0
+
+    def per_cpu(self) -> list[tuple[float, ...]]:
+        with open(self.path, "rb") as fh:
+            lines = fh.read().splitlines()
+        ticks = self._ticks
+        cpus = []
+        for line in lines:
+            if line.startswith(b"cpu"):
+                if line[3:4].isdigit():  # "cpuN ...", not the "cpu ..." total
+                    # user nice system idle iowait irq softirq [steal guest guest_nice]
+                    cpus.append(tuple(int(v) / ticks for v in line.split()[1:8]))
+            elif line.startswith(b"ctxt "):
+                self._ctxt = int(line[5:])
+        return cpus
+
+    def ctx_switches(self) -> int:
+        return self._ctxt
+
+
+def read_meminfo(path: str = "/proc/meminfo") -> dict[str, int]:
+    """/proc/meminfo in bytes ("MemTotal:  16384 kB" -> {"MemTotal": 16777216})."""
+    out: dict[str, int] = {}
+    with open(path, "rb") as fh:
+        for line in fh.read().splitlines():
+            name, _, rest = line.partition(b":")
+            fields = rest.split()
+            if fields:
+                out[name.decode()] = int(fields[0]) * (1024 if len(fields) > 1 else 1)
+    return out
 
 
 def _percent(prev: tuple[float, ...], cur: tuple[float, ...]) -> CpuTimesPercent:
@@ -46,13 +89,16 @@ class VcpuUsageCollector(SystemCollector):
 
     def __init__(
         self,
-        per_cpu: Callable[[], Sequence[Any]] = lambda: psutil.cpu_times(percpu=True),
-        ctx_switches: Callable[[], int] = lambda: int(psutil.cpu_stats().ctx_switches),
+        per_cpu: Callable[[], Sequence[Any]] | None = None,
+        ctx_switches: Callable[[], int] | None = None,
     ) -> None:
-        self._per_cpu = per_cpu
-        self._ctx_switches = ctx_switches
-        self._prev_cpus: list[tuple[float, ...]] = [_times_tuple(t) for t in per_cpu()]
-        self._prev_ctx = ctx_switches()
+        """By default from /proc/stat; tests inject readings (called per_cpu first, then
+        ctx_switches, at each collection)."""
+        stat = ProcStat()
+        self._per_cpu = per_cpu or stat.per_cpu
+        self._ctx_switches = ctx_switches or stat.ctx_switches
+        self._prev_cpus: list[tuple[float, ...]] = [_times_tuple(t) for t in self._per_cpu()]
+        self._prev_ctx = self._ctx_switches()
 
     def collect(self, snapshot: Snapshot, period: float) -> MetricGroup:
         cpus = [_times_tuple(t) for t in self._per_cpu()]
@@ -74,14 +120,21 @@ class VcpuUsageCollector(SystemCollector):
 class MemoryInfoCollector(SystemCollector):
     group = "memory_info"
 
+    def __init__(self, meminfo: Callable[[], dict[str, int]] = read_meminfo) -> None:
+        self._meminfo = meminfo
+
     def collect(self, snapshot: Snapshot, period: float) -> MetricGroup:
-        vm = psutil.virtual_memory()
-        swap = psutil.swap_memory()
+        info = self._meminfo()
+        total = info["MemTotal"]
+        # MemAvailable since Linux 3.14; before it, the usual estimate
+        available = info.get("MemAvailable",
+                             info.get("MemFree", 0) + info.get("Buffers", 0) + info.get("Cached", 0))
+        swap_total = info.get("SwapTotal", 0)
         return MemoryInfo(
             period=period,
-            memory_total_bytes=int(vm.total),
+            memory_total_bytes=total,
             # "used" as the kernel's MemAvailable sees it: what applications cannot get back.
-            memory_used_bytes=int(vm.total - vm.available),
-            swap_total_bytes=int(swap.total),
-            swap_used_bytes=int(swap.used),
+            memory_used_bytes=max(0, total - available),
+            swap_total_bytes=swap_total,
+            swap_used_bytes=max(0, swap_total - info.get("SwapFree", swap_total)),
         )
