@@ -20,6 +20,7 @@ from typing import Any
 
 from neuron_monitor.backends.emulated import EmulatedBackend
 from neuron_monitor.config import default_config
+from neuron_monitor.daemon import settle_gc
 from neuron_monitor.report import InstanceInfo, Report
 from neuron_monitor.scheduler import Scheduler
 from neuron_monitor.selfstats import DaemonStats
@@ -54,6 +55,7 @@ async def measure(instance: str, cycles: int, period: float) -> dict[str, Any]:
     stop = asyncio.Event()
     stop.set()
     await scheduler.run(stop)  # primes the baseline, then returns at once
+    settle_gc()  # as the daemon does once it has started
     wall: list[float] = []
     cpu: list[float] = []
     encode: list[float] = []

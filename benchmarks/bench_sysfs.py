@@ -27,6 +27,7 @@ from neuron_monitor.backends.base import Need
 from neuron_monitor.backends.sysfs import SysfsBackend
 from neuron_monitor.backends.sysfs.files import raise_fd_limit
 from neuron_monitor.config import default_config
+from neuron_monitor.daemon import settle_gc
 from neuron_monitor.report import InstanceInfo
 from neuron_monitor.scheduler import Scheduler
 from neuron_monitor.selfstats import DaemonStats
@@ -104,6 +105,7 @@ def measure(devices: int, cycles: int) -> dict[str, Any]:
         stop = asyncio.Event()
         stop.set()
         loop.run_until_complete(scheduler.run(stop))
+        settle_gc()  # as the daemon does once it has started
 
         def cycle() -> None:
             clock_t[0] += 1.0
