@@ -52,7 +52,7 @@ def _read_once(path: str) -> bytes:
 class FileCache:
     """Open descriptors by path; `read()` returns a file's current bytes.
 
-    A trn2.48xlarge has ~5,000 counter files.  At most `max_open` stay open (the daemon
+    A trn2.48xlarge has ~4,000 counter files read each cycle.  At most `max_open` stay open (the daemon
     raises its descriptor limit at start-up; see `raise_fd_limit`); past that, or when the
     process runs out of descriptors, files are opened and closed on each read instead.
     """
