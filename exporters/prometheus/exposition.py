@@ -4,8 +4,10 @@ Each report is *accounted* when it arrives (counters add its new counts: that mu
 for every report), but its series are built and rendered only when the first scrape for it
 comes, in the format that scrape asks for, and kept for the scrapes after it.  With a 1 s
 report period and Prometheus scraping every 15 s, most reports are never rendered.  The
-self-metrics are a few lines rendered per scrape and, for gzip, sent as a second gzip
-member (a gzip stream may hold several members; HTTP clients read them as one body).
+self-metrics (the daemon's own health: report age, footprint) are a few lines appended to
+it and, for gzip, sent as a second gzip member (a gzip stream may hold several members;
+HTTP clients read them as one body).  Each whole response body is kept until the next
+report, or for at most `SELF_METRICS_TTL_S`, so most scrapes are a lookup.
 """
 
 from __future__ import annotations

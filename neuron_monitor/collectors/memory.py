@@ -71,20 +71,18 @@ class MemoryUsedCollector(RuntimeCollector):
         assert snapshot.cores is not None  # noqa: S101 - checked by the caller
         errors: list[str] = []
         per_core: dict[str, CoreMemoryBreakdown] = {}
-        cores = snapshot.cores
         for logical in app.cores:
-            parts = []
+            sums = dict.fromkeys(_CORE_FIELDS, 0)
             for p in snapshot.hardware.physical_cores_of(logical):
-                core = cores.get(p)
+                core = snapshot.cores.get(p)
                 if core is None:
                     errors.append(f"core {p}: no memory counters")
                     continue
                 if core.error:
                     errors.append(core.error)
-                memory = core.device_memory
-                parts.append([int(memory.get(f, 0)) for f in _CORE_FIELDS])
-            sums = map(sum, zip(*parts, strict=True)) if parts else (0 for _ in _CORE_FIELDS)
-            per_core[str(logical)] = CoreMemoryBreakdown(**dict(zip(_CORE_FIELDS, sums, strict=True)))
+                for f in _CORE_FIELDS:
+                    sums[f] += int(core.device_memory.get(f, 0))
+            per_core[str(logical)] = CoreMemoryBreakdown(**sums)
         host = HostMemoryBreakdown(**_pick(app.host_memory or {}, _HOST_FIELDS))
         models = [loaded_model(m) for m in app.models] if app.models else []
         return MemoryUsed(

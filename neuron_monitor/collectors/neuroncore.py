@@ -40,8 +40,6 @@ class NeuronCoreCountersCollector(RuntimeCollector):
         in_use: dict[str, NeuronCoreUsage] = {}
         errors: list[str] = []
         split = bool(hw.logical_core_config)  # trn2: each logical core also shows its physical ones
-        # utilization_percent inlined: this runs for every core of every application each period
-        scale = 100.0 / (period * 1e6) if period > 0 else 0.0
         for logical in app.cores:
             physical = hw.physical_cores_of(logical)
             utils: list[float] = []
@@ -53,7 +51,7 @@ class NeuronCoreCountersCollector(RuntimeCollector):
                     continue
                 if d.error:
                     errors.append(d.error)
-                utils.append(round(min(100.0, max(0.0, d.busy_us * scale)), 2))
+                utils.append(utilization_percent(d.busy_us, period))
                 names.append(f"nc_v3.{p}")
                 flops += d.flops
             if not utils:

@@ -41,6 +41,7 @@ log = logging.getLogger(__name__)
 # the error lands on the right core) for this many cycles before the fast read is tried again.
 BULK_PAUSE_CYCLES = 10
 
+
 class SysfsBackend:
     name = "sysfs"
 
@@ -142,13 +143,7 @@ class SysfsBackend:
     def counter_paths(self) -> list[str]:
         """Every file one snapshot of all parts reads each cycle (the benchmark's floor reads
         exactly these)."""
-        paths: list[str] = []
-        for dev in self._devices:
-            paths += device_counter_paths(dev)
-            for core in dev.cores:
-                counters, memory = core_counter_paths(core)
-                paths += counters + memory
-        return paths
+        return BulkPlan.build(self._devices, self._files, True, True, True).vector.paths
 
     # --- applications ---------------------------------------------------------------------
 

@@ -242,12 +242,6 @@ class ProcessScanner:
                     error = f"NEURON_RT_VISIBLE_CORES: {exc}"
         return ProcessInfo(pid, devices, tag, cores, error)
 
-    def cpu_seconds(self, pid: int) -> tuple[float, float]:
-        """(user, system) CPU seconds of a process from /proc/PID/stat."""
-        with open(os.path.join(self.procfs_root, str(pid), "stat"), "rb") as fh:
-            stat = parse_stat(fh.read(4096))
-        return stat.user_s, stat.system_s
-
 
 def _with_cpu(info: ProcessInfo, stat: _Stat) -> ProcessInfo:
     return dataclasses.replace(info, cpu_user_s=stat.user_s, cpu_system_s=stat.system_s)
