@@ -6,6 +6,14 @@ prometheus_client exporter on the same report and with Debian's prometheus-node-
 
 Every server runs in its own process; the client scrapes with 1 and with 10 concurrent
 scrapers for at least 5 s each (several report periods), bounded in requests and time.
+
+The client is `wrk` (Debian's package, installed by scripts/setup.sh) when it is there: a
+Python client on this 2-core machine saturates its own core first and then measures mostly
+its own event loop (its latencies swing by 2x between identical runs).  Without wrk the
+aiohttp client below is used, and the table says which client measured.
+
+A control row runs neuron-monitor with every period at one hour (no collection while it
+is scraped): the difference to the first row is what collecting costs the scrapes.
 """
 
 from __future__ import annotations
@@ -14,6 +22,7 @@ import argparse
 import asyncio
 import json
 import os
+import re
 import shutil
 import socket
 import statistics
@@ -79,17 +88,63 @@ async def scrape(url: str, concurrency: int, requests: int, min_seconds: float =
             "bytes": size, "requests": len(latencies), "seconds": round(time.perf_counter() - started, 2)}
 
 
+WRK_PERCENTILE = re.compile(r"^\s*(50|99)(?:\.0+)?%\s+([\d.]+)(us|ms|s)\s*$", re.MULTILINE)
+UNIT_MS = {"us": 1e-3, "ms": 1.0, "s": 1e3}
+
+
+def wrk_scrape(url: str, concurrency: int, seconds: float) -> dict[str, float]:
+    """One bounded `wrk` run: `concurrency` connections for `seconds` (wrk stops by itself)."""
+    out = subprocess.run(["wrk", "-t1", f"-c{concurrency}", f"-d{max(1, round(seconds))}s", "--latency",
+                          "-H", "Accept-Encoding: identity", url],
+                         capture_output=True, text=True, timeout=seconds + 30, check=True).stdout
+    found = {p: float(v) * UNIT_MS[u] for p, v, u in WRK_PERCENTILE.findall(out)}
+    requests = re.search(r"(\d+) requests in", out)
+    if "50" not in found or "99" not in found or requests is None:
+        raise RuntimeError(f"unexpected wrk output:\n{out}")
+    with urllib.request.urlopen(url, timeout=10) as resp:  # noqa: S310 - loopback
+        size = len(resp.read())
+    return {"median_ms": found["50"], "p99_ms": found["99"], "bytes": size,
+            "requests": int(requests.group(1)), "seconds": seconds}
+
+
+def client() -> str:
+    return "wrk" if shutil.which("wrk") else "aiohttp"
+
+
 def count_series(url: str) -> int:
     with urllib.request.urlopen(url, timeout=10) as resp:  # noqa: S310 - loopback
         return sum(1 for line in resp.read().splitlines() if line and not line.startswith(b"#"))
 
 
-def measure(name: str, url: str, requests: int) -> dict[str, Any]:
-    one = asyncio.run(scrape(url, 1, requests))
-    ten = asyncio.run(scrape(url, 10, requests))
-    return {"server": name, "series": count_series(url), "bytes": one["bytes"],
+def measure(name: str, url: str, requests: int, seconds: float = 5.0) -> dict[str, Any]:
+    if client() == "wrk":
+        one, ten = wrk_scrape(url, 1, seconds), wrk_scrape(url, 10, seconds)
+    else:
+        one = asyncio.run(scrape(url, 1, requests, seconds))
+        ten = asyncio.run(scrape(url, 10, requests, seconds))
+    return {"server": name, "client": client(), "series": count_series(url), "bytes": one["bytes"],
             "c1_median_ms": one["median_ms"], "c1_p99_ms": one["p99_ms"],
             "c10_median_ms": ten["median_ms"], "c10_p99_ms": ten["p99_ms"]}
+
+
+def start_daemon(config: Path, stdout: Path) -> tuple[subprocess.Popen[bytes], int]:
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "neuron_monitor", "--emulate", "trn2.48xlarge", "-c", str(config),
+         "--prometheus-port", str(port), "--prometheus-address", "127.0.0.1"],
+        stdout=open(stdout, "wb"), env=ENV)  # noqa: SIM115 - the child owns it
+    wait(f"http://127.0.0.1:{port}/ready")
+    time.sleep(2.5)
+    return proc, port
+
+
+def idle_config(tmp: Path) -> Path:
+    """configs/all-groups-1s.json with every period at one hour: no collection while scraped."""
+    config = json.loads((REPO / "configs/all-groups-1s.json").read_text())
+    config["period"] = "3600s"
+    path = tmp / "idle.json"
+    path.write_text(json.dumps(config))
+    return path
 
 
 def run(requests: int) -> list[dict[str, Any]]:
@@ -97,16 +152,19 @@ def run(requests: int) -> list[dict[str, Any]]:
     procs: list[subprocess.Popen[bytes]] = []
     tmp = Path(tempfile.mkdtemp())
     try:
-        port = free_port()
-        procs.append(subprocess.Popen(
-            [sys.executable, "-m", "neuron_monitor", "--emulate", "trn2.48xlarge", "-c",
-             str(REPO / "configs/all-groups-1s.json"), "--prometheus-port", str(port), "--prometheus-address",
-             "127.0.0.1"], stdout=open(tmp / "reports.jsonl", "wb"), env=ENV))  # noqa: SIM115
-        wait(f"http://127.0.0.1:{port}/ready")
-        time.sleep(2.5)
+        proc, port = start_daemon(REPO / "configs/all-groups-1s.json", tmp / "reports.jsonl")
+        procs.append(proc)
         results.append(measure("neuron-monitor", f"http://127.0.0.1:{port}/metrics", requests))
         report = (tmp / "reports.jsonl").read_bytes().splitlines()[-1]
         (tmp / "report.json").write_bytes(report)
+        proc.terminate()
+        proc.wait(10)
+        proc, port = start_daemon(idle_config(tmp), tmp / "idle.jsonl")
+        procs.append(proc)
+        results.append(measure("neuron-monitor, not collecting (control)", f"http://127.0.0.1:{port}/metrics",
+                               requests))
+        proc.terminate()
+        proc.wait(10)
         base_port = free_port()
         procs.append(subprocess.Popen([sys.executable, "-m", "benchmarks.original_style_exporter", str(base_port),
                                        str(tmp / "report.json")], env=ENV))
@@ -123,18 +181,20 @@ def run(requests: int) -> list[dict[str, Any]]:
             results.append(measure("prometheus-node-exporter", f"http://127.0.0.1:{node_port}/metrics", requests))
     finally:
         for proc in procs:
-            proc.terminate()
-            proc.wait(10)
+            if proc.poll() is None:
+                proc.terminate()
+                proc.wait(10)
         shutil.rmtree(tmp, ignore_errors=True)
     return results
 
 
 def table(results: list[dict[str, Any]]) -> str:
-    head = f"{'server':<36} {'series':>7} {'bytes':>8} {'c1 med':>8} {'c1 p99':>8} {'c10 med':>8} {'c10 p99':>8}"
+    head = f"{'server':<42} {'series':>7} {'bytes':>8} {'c1 med':>8} {'c1 p99':>8} {'c10 med':>8} {'c10 p99':>8}"
     lines = [head, "-" * len(head)]
     for r in results:
-        lines.append(f"{r['server']:<36} {r['series']:>7} {r['bytes']:>8} {r['c1_median_ms']:>7.2f}m "
+        lines.append(f"{r['server']:<42} {r['series']:>7} {r['bytes']:>8} {r['c1_median_ms']:>7.2f}m "
                      f"{r['c1_p99_ms']:>7.2f}m {r['c10_median_ms']:>7.2f}m {r['c10_p99_ms']:>7.2f}m")
+    lines.append(f"(client: {results[0]['client'] if results else client()})")
     return "\n".join(lines)
 
 

@@ -35,6 +35,11 @@ class Exporter(abc.ABC):
     async def start(self) -> None:  # noqa: B027 - optional hook
         """Open servers/connections.  Raise a clear exception if it cannot start."""
 
+    def prepare(self, report: Report) -> None:  # noqa: B027 - optional hook
+        """Called with each finished report in the collection thread, before `publish()` on
+        the event loop: CPU work done here (encoding, rendering) delays no request the event
+        loop serves.  Must not block on I/O, and must not touch what the event loop is using."""
+
     @abc.abstractmethod
     def publish(self, report: Report) -> None:
         """Take a finished report.  Must not block."""

@@ -27,6 +27,9 @@ class StdoutExporter(QueuedExporter):
         self._stream = stream if stream is not None else sys.stdout.buffer
         self._closed = False
 
+    def prepare(self, report: Report) -> None:
+        report.to_json_line()  # encoded here, in the collection thread; handle() reuses it
+
     async def handle(self, report: Report) -> None:
         if self._closed:
             return

@@ -74,6 +74,14 @@ class Daemon:
         self._exporters: list[Exporter] = []
         self.scheduler: Scheduler | None = None
 
+    def _prepare(self, report: Report) -> None:
+        """In the collection thread: exporters encode or render ahead of publishing."""
+        for exporter in self._exporters:
+            try:
+                exporter.prepare(report)
+            except Exception:  # publish() still gets the report, and does the work itself
+                log.exception("%s exporter failed to prepare a report", exporter.name)
+
     def _publish(self, report: Report) -> None:
         for exporter in self._exporters:
             try:
@@ -116,7 +124,8 @@ class Daemon:
         instance_info = await self._identity()
         if instance_info.error:
             log.info("instance_info: %s", instance_info.error)
-        self.scheduler = Scheduler(self.backend, self.config, self._publish, self.stats, instance_info)
+        self.scheduler = Scheduler(self.backend, self.config, self._publish, self.stats, instance_info,
+                                   prepare=self._prepare)
         settle_gc()  # everything start-up made stays; what cycles make is short-lived
         collect = asyncio.create_task(self.scheduler.run(self.stop_requested, once=self.options.once))
         stop_wait = asyncio.create_task(self.stop_requested.wait())

@@ -311,7 +311,12 @@ class Report(_Model):
     instance_info: InstanceInfo = Field(default_factory=InstanceInfo)
     neuron_hardware_info: NeuronHardwareInfo = Field(default_factory=NeuronHardwareInfo)
     neuron_k8s_info: NeuronK8sInfo | None = omitted_when_none()
+    # A report is final once built; its encoding is made once (off the event loop, see
+    # Exporter.prepare) and reused by whoever asks again.
+    _json_line: bytes | None = PrivateAttr(default=None)
 
     def to_json_line(self) -> bytes:
         """One complete JSON document on one line, newline-terminated (consumers readline())."""
-        return self.model_dump_json().encode() + b"\n"
+        if self._json_line is None:
+            self._json_line = self.model_dump_json().encode() + b"\n"
+        return self._json_line

@@ -2,10 +2,13 @@
 results into the latest report.
 
 Each (group, period) pair is a *job*.  The loop sleeps until the earliest job is due,
-takes one backend snapshot covering what every due job needs and runs the due collectors,
+takes one backend snapshot covering what every due job needs, runs the due collectors,
+stores their groups, builds the report and lets the exporters prepare it (encode, render),
 all in one call off the event loop (so a Prometheus scrape is never stuck behind a file
 read; one thread hand-off per cycle, as the collectors gain nothing from running in
-parallel under the GIL), stores their groups, and publishes one report.  Due times are anchored at
+parallel under the GIL), and then publishes the report on the event loop.  While that call
+runs Python, the interpreter's switch interval is short (`threads.short_switch_interval`),
+so a scrape waits at most half a millisecond for its turn.  Due times are anchored at
 start-up (`t0 + k * period`), never `last + period`, so periods do not drift; a cycle
 that overruns skips the missed slots instead of bunching up.
 """
@@ -41,6 +44,7 @@ from neuron_monitor.report import (
     VcpuUsage,
 )
 from neuron_monitor.selfstats import DaemonStats
+from neuron_monitor.threads import short_switch_interval
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -151,6 +155,7 @@ class Scheduler:
         clock: Clock | None = None,
         first_report_delay: float = FIRST_REPORT_DELAY_S,
         offload: Callable[..., Any] = run_in_thread,
+        prepare: Callable[[Report], None] | None = None,
     ) -> None:
         self._backend = backend
         self._config = config
@@ -160,6 +165,7 @@ class Scheduler:
         self._clock: Clock = clock or MonotonicClock()
         self._first_delay = first_report_delay
         self._offload = offload
+        self._prepare = prepare
         self._jobs = build_jobs(config)
         self._pending_config: MonitorConfig | None = None
         self._runtime: dict[int, _RuntimeState] = {}
@@ -247,36 +253,46 @@ class Scheduler:
         started = time.perf_counter()
         now = self._clock.now()
         due = [job for job in self._jobs if job.next_due <= now + DUE_TOLERANCE_S]
-        if due:
-            snapshot, results = await self._offload(self._collect, due, now)
-            if snapshot.applications is not None:
-                self._prune(snapshot.applications)
-            for job, result in zip(due, results, strict=True):
-                if job.last_at is not None:  # a new job's first collection is its baseline only
-                    self._store(job, result)
-                job.last_at = snapshot.taken_at
-                k = math.floor((now + DUE_TOLERANCE_S - self._t0) / job.period) + 1
-                job.next_due = self._t0 + k * job.period
-        report = self.build_report()
+        report: Report = await self._offload(self._collect_and_report, due, now)
         self._stats.last_cycle_duration_s = time.perf_counter() - started
         self._stats.reports_total += 1
         self._stats.last_report_monotonic = time.monotonic()
         self._publish(report)
         return report
 
+    def _collect_and_report(self, due: Sequence[Job], now: float) -> Report:
+        """A whole cycle but the publishing, in one call off the event loop (one thread
+        hand-off per cycle, not one per group): collect the due jobs, store their groups,
+        build the report and let the exporters prepare it (encode, render)."""
+        with short_switch_interval():
+            if due:
+                snapshot, results = self._collect(due, now)
+                if snapshot.applications is not None:
+                    self._prune(snapshot.applications)
+                for job, result in zip(due, results, strict=True):
+                    if job.last_at is not None:  # a new job's first collection is its baseline only
+                        self._store(job, result)
+                    job.last_at = snapshot.taken_at
+                    k = math.floor((now + DUE_TOLERANCE_S - self._t0) / job.period) + 1
+                    job.next_due = self._t0 + k * job.period
+            report = self.build_report()
+            if self._prepare is not None:
+                self._prepare(report)
+            return report
+
     def _collect(
         self, jobs: Sequence[Job], now: float
     ) -> tuple[Snapshot, list[dict[int, MetricGroup] | MetricGroup]]:
-        """One snapshot for every due job, then each job's collector: all of it in one call
-        off the event loop (one thread hand-off per cycle, not one per group)."""
-        try:
-            snapshot = self._backend.snapshot(self._needs(jobs), now)
-        except Exception as exc:  # a backend must not raise, but if it does: every due group errs
-            log.exception("backend snapshot failed")
-            snapshot = Snapshot(taken_at=now, hardware=self._backend.hardware(),
-                                errors={n: f"backend failed: {exc}" for n in Need})
-        apps = list(snapshot.applications or ())
-        return snapshot, [self._run_job(job, snapshot, apps) for job in jobs]
+        """One snapshot for every due job, then each job's collector."""
+        with short_switch_interval():
+            try:
+                snapshot = self._backend.snapshot(self._needs(jobs), now)
+            except Exception as exc:  # a backend must not raise, but if it does: every due group errs
+                log.exception("backend snapshot failed")
+                snapshot = Snapshot(taken_at=now, hardware=self._backend.hardware(),
+                                    errors={n: f"backend failed: {exc}" for n in Need})
+            apps = list(snapshot.applications or ())
+            return snapshot, [self._run_job(job, snapshot, apps) for job in jobs]
 
     def _run_job(
         self, job: Job, snapshot: Snapshot, apps: Sequence[AppReading]

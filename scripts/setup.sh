@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Sets up everything neuron-monitor and its tests need, idempotently:
-#   - Debian packages the tests use (a real Prometheus server and promtool, node exporter, systemd-analyze)
+#   - Debian packages the tests and benchmarks use (a real Prometheus server and promtool, node exporter,
+#     systemd-analyze, wrk)
 #   - a virtualenv in .venv with the project (editable) and its dev dependencies.
 # Usage: scripts/setup.sh [--runtime-only]
 set -euo pipefail
@@ -18,6 +19,7 @@ if [ "$runtime_only" = 0 ]; then
   command -v promtool >/dev/null 2>&1 || need_apt+=(prometheus)
   [ -x /usr/bin/prometheus-node-exporter ] || need_apt+=(prometheus-node-exporter)
   command -v systemd-analyze >/dev/null 2>&1 || need_apt+=(systemd)
+  command -v wrk >/dev/null 2>&1 || need_apt+=(wrk)  # the benchmark harness's scrape load
   if [ "${#need_apt[@]}" -gt 0 ]; then
     echo "setup: installing Debian packages: ${need_apt[*]}" >&2
     $SUDO apt-get update -q >&2

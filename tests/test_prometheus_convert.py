@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import re
 import subprocess
 
@@ -196,3 +197,68 @@ def test_openmetrics_types(reports: list[Report]) -> None:
     assert "# TYPE execution_errors counter" in text
     assert "# TYPE instance info" in text
     assert "instance_info{" in text
+
+
+def report_series(body: bytes) -> dict[str, list[tuple[dict[str, str], float]]]:
+    """A body's series from the report (the daemon's own self-metrics vary between calls)."""
+    text = (gzip.decompress(body) if body[:2] == b"\x1f\x8b" else body).decode()
+    return {name: samples for name, samples in parse(text.replace("# EOF\n", "")).items()
+            if not name.startswith(("neuron_monitor_", "process_"))}
+
+
+@pytest.fixture(scope="module")
+def eight_reports() -> list[Report]:
+    return emulated_reports("trn2.48xlarge", count=8)
+
+
+@pytest.mark.parametrize(("openmetrics", "compress"), [(False, False), (False, True), (True, False), (True, True)])
+def test_reports_are_rendered_ahead_only_while_scrapes_keep_up(eight_reports: list[Report], openmetrics: bool,
+                                                                compress: bool) -> None:
+    """prepare() (the collection thread) renders a report ahead once two reports in a row were
+    served, in the format they were served in; what is served equals the lazy rendering, and
+    it stops rendering ahead as soon as a report goes unscraped."""
+    ahead, lazy = Exposition(DaemonStats()), Exposition(DaemonStats())
+    for n, report in enumerate(eight_reports[:5]):
+        ahead.prepare(report)
+        ahead.update(report)
+        lazy.update(report)
+        before = ahead.renders
+        served = ahead.body(openmetrics, compress)[0]
+        assert ahead.renders == before + (0 if n >= 2 else 1)  # from the third on, nothing left to render
+        assert report_series(served) == report_series(lazy.body(openmetrics, compress)[0])
+    assert ahead.rendered_ahead == 3  # reports 2, 3, 4
+    for report in eight_reports[5:7]:  # nobody scrapes these
+        ahead.prepare(report)
+        ahead.update(report)
+        lazy.update(report)
+    assert ahead.rendered_ahead == 4  # one more (scrapes had kept up so far), then no more
+    ahead.prepare(eight_reports[7])
+    ahead.update(eight_reports[7])
+    lazy.update(eight_reports[7])
+    assert ahead.rendered_ahead == 4
+    final = report_series(ahead.body(openmetrics, compress)[0])
+    assert final == report_series(lazy.body(openmetrics, compress)[0])  # counters exact over unscraped reports
+    assert sum(v for lab, v in final["execution_status_total"] if lab["status_type"] == "completed") == sum(
+        e.report.execution_stats.execution_summary.completed
+        for r in eight_reports for e in r.neuron_runtime_data if e.report.execution_stats)
+
+
+def test_a_failed_render_ahead_counts_the_report_once(eight_reports: list[Report],
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    ahead, lazy = Exposition(DaemonStats()), Exposition(DaemonStats())
+    for report in eight_reports[:2]:
+        for expo in (ahead, lazy):
+            expo.update(report)
+            expo.body(False, False)
+
+    def broken(report: Report) -> list[object]:
+        raise RuntimeError("render bug")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(ahead._converter, "families", broken)
+        with pytest.raises(RuntimeError):
+            ahead.prepare(eight_reports[2])  # accounted, then failed to render
+    ahead.update(eight_reports[2])  # must not account it again
+    lazy.update(eight_reports[2])
+    assert ahead.rendered_ahead == 0
+    assert report_series(ahead.body(False, False)[0]) == report_series(lazy.body(False, False)[0])

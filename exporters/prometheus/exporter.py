@@ -22,8 +22,11 @@ class PrometheusExporter(Exporter):
     async def start(self) -> None:
         await self.server.start()
 
+    def prepare(self, report: Report) -> None:
+        self.exposition.prepare(report)
+
     def publish(self, report: Report) -> None:
-        # Only accounting here; the first scrape of this report renders it (see Exposition).
+        # Accounting (unless prepare() did it); the first scrape renders it (see Exposition).
         self.exposition.update(report)
         self.stats.published_total += 1
 

@@ -8,6 +8,12 @@ self-metrics (the daemon's own health: report age, footprint) are a few lines ap
 it and, for gzip, sent as a second gzip member (a gzip stream may hold several members;
 HTTP clients read them as one body).  Each whole response body is kept until the next
 report, or for at most `SELF_METRICS_TTL_S`, so most scrapes are a lookup.
+
+When scrapes keep up with reports (the last two reports were both served), the next
+report is accounted and rendered ahead, in `prepare()`, which runs in the collection
+thread: the first scrape of a report then waits for nothing.  That is safe because the
+event loop, serving the previous report meanwhile, only reads that report's already built
+families and bytes, never the converter that `prepare()` advances.
 """
 
 from __future__ import annotations
@@ -43,6 +49,7 @@ class _Rendered:
     openmetrics: bytes | None = None
     text_gz: bytes | None = None
     openmetrics_gz: bytes | None = None
+    served: bool = False  # a scrape asked for this report (rendering ahead does not count)
     # whole bodies, with the self-metrics: (openmetrics, compress) -> (made at, body)
     bodies: dict[tuple[bool, bool], tuple[float, bytes]] = field(default_factory=dict)
 
@@ -55,12 +62,45 @@ class Exposition:
         self._rendered = _Rendered()
         self._inst = ""
         self.renders = 0  # reports rendered (for tests and the benchmark)
+        self.rendered_ahead = 0  # of those, rendered by prepare() (for tests and the benchmark)
+        self._streak = 0  # how many reports in a row before the current one were served
+        self._accounted: Report | None = None  # accounted by prepare(), not yet by update()
+        self._ahead: tuple[Report, _Rendered] | None = None
+
+    def prepare(self, report: Report) -> None:
+        """Off the event loop, before `update(report)`: when scrapes keep up with reports,
+        account and render `report` now, in the formats the previous report was served in."""
+        previous = self._rendered
+        if not previous.served or self._streak < 1:
+            return  # reports go unscraped: leave it to the first scrape, if any comes
+        self._converter.account(report)
+        self._accounted = report
+        families = self._converter.families(report)
+        ahead = _Rendered(families=families)
+        if previous.text is not None:
+            ahead.text = render_text(families).encode()
+        if previous.openmetrics is not None:
+            ahead.openmetrics = render_openmetrics(families, terminate=False).encode()
+        if previous.text_gz is not None and ahead.text is not None:
+            ahead.text_gz = gzip.compress(ahead.text, GZIP_LEVEL)
+        if previous.openmetrics_gz is not None and ahead.openmetrics is not None:
+            ahead.openmetrics_gz = gzip.compress(ahead.openmetrics, GZIP_LEVEL)
+        self._ahead = (report, ahead)
 
     def update(self, report: Report) -> None:
-        self._converter.account(report)
+        if self._accounted is not report:
+            self._converter.account(report)
+        self._accounted = None
+        ahead, self._ahead = self._ahead, None
+        self._streak = self._streak + 1 if self._rendered.served else 0
         self._report = report
         self._inst = labels(instance_label_pairs(report))
-        self._rendered = _Rendered()
+        if ahead is not None and ahead[0] is report:
+            self._rendered = ahead[1]
+            self.renders += 1
+            self.rendered_ahead += 1
+        else:
+            self._rendered = _Rendered()
 
     def _families(self) -> list[Family]:
         r = self._rendered
@@ -86,6 +126,7 @@ class Exposition:
     def body(self, openmetrics: bool, compress: bool, now: float | None = None) -> tuple[bytes, str]:
         """The response body and its content type."""
         now = time.monotonic() if now is None else now
+        self._rendered.served = True
         ctype = CONTENT_TYPE_OPENMETRICS if openmetrics else CONTENT_TYPE_TEXT
         cached = self._rendered.bodies.get((openmetrics, compress))
         if cached is not None and now - cached[0] < SELF_METRICS_TTL_S:
