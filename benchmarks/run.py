@@ -83,9 +83,11 @@ def main() -> None:
     parser.add_argument("--json", default="benchmarks/results/latest.json")
     args = parser.parse_args()
     results = run(args.quick)
-    print(table(results))
+    text = table(results)
+    print(text)
     Path(args.json).parent.mkdir(parents=True, exist_ok=True)
     Path(args.json).write_text(json.dumps(results, indent=2))
+    Path(args.json).with_suffix(".txt").write_text(text + "\n")  # the table, as printed
 
 
 if __name__ == "__main__":
