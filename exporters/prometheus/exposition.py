@@ -45,10 +45,8 @@ class _Rendered:
     """The renderings of one report, made on first demand."""
 
     families: list[Family] | None = None
-    text: bytes | None = None
-    openmetrics: bytes | None = None
-    text_gz: bytes | None = None
-    openmetrics_gz: bytes | None = None
+    # the report's part of a body: (openmetrics, gzip) -> bytes
+    statics: dict[tuple[bool, bool], bytes] = field(default_factory=dict)
     served: bool = False  # a scrape asked for this report (rendering ahead does not count)
     # whole bodies, with the self-metrics: (openmetrics, compress) -> (made at, body)
     bodies: dict[tuple[bool, bool], tuple[float, bytes]] = field(default_factory=dict)
@@ -75,16 +73,10 @@ class Exposition:
             return  # reports go unscraped: leave it to the first scrape, if any comes
         self._converter.account(report)
         self._accounted = report
-        families = self._converter.families(report)
-        ahead = _Rendered(families=families)
-        if previous.text is not None:
-            ahead.text = render_text(families).encode()
-        if previous.openmetrics is not None:
-            ahead.openmetrics = render_openmetrics(families, terminate=False).encode()
-        if previous.text_gz is not None and ahead.text is not None:
-            ahead.text_gz = gzip.compress(ahead.text, GZIP_LEVEL)
-        if previous.openmetrics_gz is not None and ahead.openmetrics is not None:
-            ahead.openmetrics_gz = gzip.compress(ahead.openmetrics, GZIP_LEVEL)
+        ahead = _Rendered(families=self._converter.families(report))
+        # list() copies the keys in one step: a scrape may add a format to `previous` meanwhile
+        for openmetrics, compress in list(previous.statics):
+            self._static(ahead, openmetrics, compress)
         self._ahead = (report, ahead)
 
     def update(self, report: Report) -> None:
@@ -102,8 +94,7 @@ class Exposition:
         else:
             self._rendered = _Rendered()
 
-    def _families(self) -> list[Family]:
-        r = self._rendered
+    def _families(self, r: _Rendered) -> list[Family]:
         if r.families is None:
             r.families = self._converter.families(self._report) if self._report is not None else []
             self.renders += 1
@@ -111,17 +102,20 @@ class Exposition:
 
     @property
     def series(self) -> int:
-        return sum(len(f.samples) for f in self._families())
+        return sum(len(f.samples) for f in self._families(self._rendered))
 
-    def _static(self, openmetrics: bool) -> bytes:
-        r = self._rendered
-        if openmetrics:
-            if r.openmetrics is None:
-                r.openmetrics = render_openmetrics(self._families(), terminate=False).encode()
-            return r.openmetrics
-        if r.text is None:
-            r.text = render_text(self._families()).encode()
-        return r.text
+    def _static(self, r: _Rendered, openmetrics: bool, compress: bool) -> bytes:
+        """The report's part of a body, rendered (and compressed) once per format."""
+        static = r.statics.get((openmetrics, compress))
+        if static is None:
+            if compress:
+                static = gzip.compress(self._static(r, openmetrics, False), GZIP_LEVEL)
+            elif openmetrics:
+                static = render_openmetrics(self._families(r), terminate=False).encode()
+            else:
+                static = render_text(self._families(r)).encode()
+            r.statics[(openmetrics, compress)] = static
+        return static
 
     def body(self, openmetrics: bool, compress: bool, now: float | None = None) -> tuple[bytes, str]:
         """The response body and its content type."""
@@ -136,18 +130,7 @@ class Exposition:
         return body, ctype
 
     def _make_body(self, openmetrics: bool, compress: bool) -> bytes:
-        r = self._rendered
-        static = self._static(openmetrics)
+        static = self._static(self._rendered, openmetrics, compress)
         fams = self_families(self.stats, self._inst)
         dynamic = (render_openmetrics(fams) if openmetrics else render_text(fams)).encode()
-        if not compress:
-            return static + dynamic
-        if openmetrics:
-            if r.openmetrics_gz is None:
-                r.openmetrics_gz = gzip.compress(static, GZIP_LEVEL)
-            head = r.openmetrics_gz
-        else:
-            if r.text_gz is None:
-                r.text_gz = gzip.compress(static, GZIP_LEVEL)
-            head = r.text_gz
-        return head + gzip.compress(dynamic, GZIP_LEVEL)
+        return static + (gzip.compress(dynamic, GZIP_LEVEL) if compress else dynamic)
